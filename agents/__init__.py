@@ -1,0 +1,1 @@
+"""CoDA `agents` package (see DESIGN.md §2)."""

@@ -1,0 +1,1 @@
+"""CoDA `coda_policy` package (see DESIGN.md §2)."""

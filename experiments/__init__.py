@@ -1,0 +1,1 @@
+"""CoDA `experiments` package (see DESIGN.md §2)."""

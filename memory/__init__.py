@@ -1,0 +1,1 @@
+"""CoDA `memory` package (see DESIGN.md §2)."""

@@ -1,0 +1,1 @@
+"""CoDA `programs` package (see DESIGN.md §2)."""

@@ -1,0 +1,1 @@
+"""CoDA `sandbox` package (see DESIGN.md §2)."""
