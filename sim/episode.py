@@ -1,0 +1,150 @@
+"""Episodes: run an expert or any policy in a scene and record what happened.
+
+A policy is any callable `policy(obs) -> action chunk` (array (h, 7) or (7,)); the runner executes the
+chunk open-loop, then asks again. `obs` is an `Observation`: the instruction, the privileged
+`WorldState`, and a flat proprio vector. Scripted experts are wrapped by `ExpertPolicy`.
+
+On disk an episode is `<name>.npz` (actions and stacked state arrays) beside `<name>.json` (meta:
+success, phase timeline, failing phase, scene, keyframes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sim.env import SimEnv
+from sim.families.base import TaskFamily, get_family
+from sim.scene import SceneSpec
+from sim.world import DYNAMIC, StateLayout, WorldState
+
+SETTLE_STEPS = 10  # control steps held after the policy stops, before the success test
+
+
+@dataclass(frozen=True)
+class Observation:
+    instruction: str
+    state: WorldState
+    proprio: np.ndarray  # ee position (3), ee rotation (first two columns, 6), gripper opening (1)
+    step: int
+
+
+Policy = Callable[[Observation], np.ndarray]
+
+
+def make_observation(spec: SceneSpec, s: WorldState, step: int) -> Observation:
+    proprio = np.concatenate((s.ee_pos, s.ee_mat[:, :2].T.reshape(-1), [s.gripper]))
+    return Observation(spec.instruction, s, proprio, step)
+
+
+class ExpertPolicy:
+    """A family's scripted expert behind the policy interface (one action per call)."""
+
+    def __init__(self, spec: SceneSpec, family: type[TaskFamily] | None = None) -> None:
+        fam = family or get_family(spec.family)
+        self.expert = fam.expert(spec)
+
+    def __call__(self, obs: Observation) -> np.ndarray:
+        return self.expert(obs.state)[None]
+
+    @property
+    def finished(self) -> bool:
+        return self.expert.finished
+
+
+@dataclass
+class Episode:
+    scene: SceneSpec
+    actions: np.ndarray  # (T, 7)
+    states: list[WorldState]  # every `record_every`-th state, first and last always included
+    state_steps: np.ndarray  # control step of each recorded state
+    phases: list[str]  # per recorded state
+    success: bool
+    failing_phase: str | None
+    policy: str = "expert"
+    keyframes: list[str] = field(default_factory=list)
+
+    @property
+    def steps(self) -> int:
+        return len(self.actions)
+
+    def meta(self) -> dict:
+        timeline, last = [], None
+        for step, p in zip(self.state_steps.tolist(), self.phases, strict=True):
+            if p != last:
+                timeline.append([step, p])
+                last = p
+        return {"scene_id": self.scene.scene_id, "family": self.scene.family, "seed": self.scene.seed,
+                "instruction": self.scene.instruction, "policy": self.policy, "success": self.success,
+                "failing_phase": self.failing_phase, "steps": self.steps, "phase_timeline": timeline,
+                "keyframes": self.keyframes, "layout": self.states[0].layout.to_json(),
+                "scene": json.loads(self.scene.model_dump_json())}
+
+    def save(self, path: str | Path) -> Path:
+        """Write `<path>.npz` and `<path>.json`; returns the npz path."""
+        path = Path(path).with_suffix("")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {k: np.stack([np.asarray(getattr(s, k)) for s in self.states]) for k in DYNAMIC}
+        np.savez_compressed(path.with_suffix(".npz"), actions=self.actions, state_steps=self.state_steps,
+                            phases=np.array(self.phases), **{f"s_{k}": v for k, v in arrays.items()})
+        path.with_suffix(".json").write_text(json.dumps(self.meta(), indent=1))
+        return path.with_suffix(".npz")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Episode:
+        path = Path(path).with_suffix("")
+        meta = json.loads(path.with_suffix(".json").read_text())
+        layout = StateLayout.from_json(meta["layout"])
+        with np.load(path.with_suffix(".npz")) as z:
+            n = len(z["state_steps"])
+            states = [WorldState.from_arrays(layout, {k: z[f"s_{k}"][i] for k in DYNAMIC}) for i in range(n)]
+            return cls(scene=SceneSpec.model_validate(meta["scene"]), actions=z["actions"], states=states,
+                       state_steps=z["state_steps"], phases=[str(p) for p in z["phases"]],
+                       success=meta["success"], failing_phase=meta["failing_phase"], policy=meta["policy"],
+                       keyframes=meta["keyframes"])
+
+
+def run_episode(spec: SceneSpec, policy: Policy | None = None, *, env: SimEnv | None = None,
+                max_steps: int | None = None, record_every: int = 1, policy_name: str | None = None,
+                on_step: Callable[[SimEnv, int], None] | None = None) -> Episode:
+    """Run one episode. `policy=None` runs the family's scripted expert. The episode ends when the goal
+    holds (checked each step), when an expert has finished its plan, or after `max_steps`."""
+    family = get_family(spec.family)
+    env = env or SimEnv(spec)
+    expert = policy is None
+    policy = policy or ExpertPolicy(spec, family)
+    limit = max_steps or spec.max_steps
+    s = env.reset()
+    states, steps, actions = [s], [0], []
+    t = 0
+    while t < limit:
+        chunk = np.atleast_2d(np.asarray(policy(make_observation(spec, s, t)), float))
+        if chunk.shape[1] != 7 or not np.isfinite(chunk).all():
+            raise ValueError(f"policy returned an action chunk of shape {chunk.shape} (need (h, 7), finite)")
+        for a in chunk[: limit - t]:
+            s = env.step(a)
+            actions.append(a)
+            t += 1
+            if on_step:
+                on_step(env, t)
+            if t % record_every == 0:
+                states.append(s)
+                steps.append(t)
+        if env.success(s) or (expert and policy.finished):
+            break
+    s = env.hold(SETTLE_STEPS)
+    if steps[-1] != t:
+        states.append(s)
+        steps.append(t)
+    else:
+        states[-1] = s
+    phases, failing = family.label(spec, states)
+    success = env.success(s)
+    if success and phases[-1] != "done":  # labels come from the family; trust the goal test
+        phases[-1] = "done"
+    return Episode(spec, np.array(actions).reshape(-1, 7), states, np.array(steps), phases, success,
+                   None if success else failing, policy_name or ("expert" if expert else "policy"))
