@@ -78,7 +78,9 @@ def inside(s: WorldState, a: str, b: str) -> bool:
 
 
 def inserted(s: WorldState, a: str, hole: str) -> bool:
-    """Peg `a` is in hole region `hole`: centred in it and its bottom below the hole's top."""
+    """Peg `a` is in hole region `hole`: centred in it, its bottom below the hole's top, and let go."""
+    if grasped(s, a):
+        return False
     local, half = _region_local(s, a, hole)
     alo, _ = s.bounds(a)
     r = s.layout.regions.index(hole)
