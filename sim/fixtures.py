@@ -34,12 +34,14 @@ class FixtureParts:
 
 
 DEFAULTS: dict[str, dict[str, float]] = {
-    # two drawers side by side; handles on the top edge of each drawer front, grasped from above
+    # two drawers side by side; handles on the top edge of each drawer front, grasped from above.
+    # handle_drop: bar centre below the top; ≤ ~0.022 so the Panda hand (3 cm above its grip site,
+    # ±10 cm along the finger axis) clears the carcass top, ≥ 0.018 so the posts pass under it
     "cabinet": {"width": 0.44, "depth": 0.28, "height": 0.16, "travel": 0.16, "wall": 0.01,
-                "handle_standoff": 0.045},
+                "handle_standoff": 0.045, "handle_drop": 0.02},
     # hinged door; hinge on the robot's right (−y) edge, opens towards the robot
     "door": {"width": 0.26, "depth": 0.22, "height": 0.16, "wall": 0.01, "handle_standoff": 0.045,
-             "handle_inset": 0.05},
+             "handle_inset": 0.06, "handle_drop": 0.02, "handle_length": 0.09},
     "bin": {"inner_x": 0.09, "inner_y": 0.12, "height": 0.07, "wall": 0.008},
     "hole_block": {"hole": 0.034, "outer": 0.10, "height": 0.05},
 }
@@ -113,8 +115,9 @@ def _cabinet(root, f: FixtureSpec, p) -> FixtureParts:
         hx, hy = D / 2 - w, slot / 2 - 0.003
         _open_box(d, f"{f.name}_drawer{i}", -0.5 * w, hx, hy, dh, w, lighter)
         front_x = -0.5 * w - hx
-        _handle(d, f"{f.name}_drawer{i}_handle", front_x, 0.0, dh - 0.02, min(0.1, slot * 0.6),
-                p["handle_standoff"], (0.3, 0.3, 0.3, 1))
+        bar_z = H - p["handle_drop"] - (w + 0.003)  # in the drawer's frame
+        _handle(d, f"{f.name}_drawer{i}_handle", front_x, 0.0, bar_z, min(0.1, slot * 0.6), p["handle_standoff"],
+                (0.3, 0.3, 0.3, 1))
         joints[name] = (0.0, p["travel"])
         regions[name] = Region(name, (-0.5 * w, 0.0, (dh + w) / 2), (hx - w, hy - w, (dh - w) / 2))
         handles[name] = f"{f.name}_drawer{i}_handle"
@@ -133,7 +136,8 @@ def _door(root, f: FixtureSpec, p) -> FixtureParts:
     lighter = tuple(min(1.0, c * 1.25) for c in rgba[:3]) + (1.0,)
     _box(door, f"{f.name}_door_panel", (0, W / 2, H / 2 + 0.002), (w / 2, W / 2 - 0.002, H / 2 - 0.002), lighter)
     hy = W - p["handle_inset"]
-    _handle(door, f"{f.name}_door_handle", -w / 2, hy, H - 0.025, 0.06, p["handle_standoff"], (0.3, 0.3, 0.3, 1))
+    _handle(door, f"{f.name}_door_handle", -w / 2, hy, H - p["handle_drop"], p["handle_length"],
+            p["handle_standoff"], (0.3, 0.3, 0.3, 1))
     regions = {f.name: Region(f.name, (0.0, 0.0, H / 2), (D / 2 - w, W / 2 - w, H / 2 - w))}
     return FixtureParts({name: (0.0, math.pi / 2)}, regions, {name: f"{f.name}_door_handle"})
 

@@ -94,10 +94,21 @@ class WorldState:
         h = np.abs(self.obj_mat[i]) @ self.layout.object_half[i]
         return self.obj_pos[i] - h, self.obj_pos[i] + h
 
+    def handle(self, joint: str) -> np.ndarray:
+        """World position of the handle bar that moves `joint` (e.g. "cabinet/drawer0")."""
+        try:
+            return self.handle_pos[self.layout.handles.index(joint)]
+        except ValueError:
+            raise KeyError(f"no handle for joint {joint!r}; handles: {list(self.layout.handles)}") from None
+
     def position(self, name: str) -> np.ndarray:
-        """Position of an object, region, handle (by joint name) or "ee"."""
+        """Position of an object, a region (bin, drawer interior, hole), "<joint>:handle", or "ee".
+
+        A drawer's region and its joint share a name; the plain name means the region."""
         if name == "ee":
             return self.ee_pos
+        if name.endswith(":handle"):
+            return self.handle(name[: -len(":handle")])
         if name in self.layout.objects:
             return self.obj_pos[self.obj(name)]
         if name in self.layout.regions:
