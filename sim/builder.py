@@ -7,6 +7,7 @@ controller, `WorldState` and the renderer read, so nothing looks names up at run
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -77,6 +78,14 @@ def _add_robot(world: mujoco.MjsBody) -> None:
     world.add_frame(pos=list(ROBOT_BASE)).attach_body(arm.body("base"), "robot_", "")
 
 
+def _look_at(eye: list[float], target: list[float]) -> list[float]:
+    """MuJoCo `xyaxes` for a camera at `eye` looking at `target` with z up."""
+    f = np.subtract(target, eye) / np.linalg.norm(np.subtract(target, eye))
+    x = np.cross(f, [0.0, 0.0, 1.0])
+    x /= np.linalg.norm(x)
+    return [*x, *np.cross(x, f)]
+
+
 def _add_stage(spec: mujoco.MjSpec) -> None:
     spec.visual.quality.shadowsize = 0
     spec.visual.quality.offsamples = 0
@@ -96,8 +105,12 @@ def _add_stage(spec: mujoco.MjSpec) -> None:
             w.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.025, 0.025, 0.39], contype=0, conaffinity=0,
                        pos=[TABLE_CENTER_X + sx * (tx - 0.05), sy * (ty - 0.05), -0.41],
                        rgba=[0.5, 0.45, 0.4, 1])
-    # front: opposite the robot, looking back at it; top: straight down; wrist: on the hand
-    w.add_camera(name="front", pos=[0.75, 0.0, 0.55], xyaxes=[0, 1, 0, -0.55, 0, 0.84], fovy=50)
+    spec.add_texture(name="sky", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX, builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+                     rgb1=[0.62, 0.72, 0.82], rgb2=[0.2, 0.22, 0.26], width=64, height=64)
+    # front: a three-quarter view from the robot's right that shows the gripper, the objects
+    # and the fronts of fixtures (which face the robot); top: straight down; wrist: on the hand
+    w.add_camera(name="front", pos=[-0.2, -0.62, 0.48], xyaxes=_look_at([-0.2, -0.62, 0.48], [0.07, 0.0, 0.04]),
+                 fovy=50)
     w.add_camera(name="top", pos=[0.0, 0.0, 1.25], xyaxes=[0, 1, 0, -1, 0, 0], fovy=50)
 
 
@@ -119,8 +132,25 @@ def _add_object(world: mujoco.MjsBody, o: ObjectSpec) -> None:
         g.mass = o.mass
 
 
+@functools.cache
+def _small_texture(path: str, size: int = 256) -> tuple[bytes, int, int]:
+    """A LIBERO texture downsampled once per process: the scans ship 4096² PNGs, which made every compile,
+    model copy and renderer context cost ~1 s and 60 MB for detail no 128-pixel camera can show."""
+    from PIL import Image
+
+    img = Image.open(path).convert("RGB")
+    if max(img.size) > size:
+        img = img.resize((size, size), Image.Resampling.BILINEAR)
+    return np.asarray(img).tobytes(), img.width, img.height
+
+
 def _attach_mesh(body: mujoco.MjsBody, o: ObjectSpec) -> None:
-    child = mujoco.MjSpec.from_file(str(assets.libero_object_xml(o.asset)))
+    xml = assets.libero_object_xml(o.asset)
+    child = mujoco.MjSpec.from_file(str(xml))
+    for tex in child.textures:
+        if tex.file:
+            tex.data, tex.width, tex.height = _small_texture(str(xml.parent / tex.file))
+            tex.file, tex.nchannel = "", 3
     scale = o.size[0]
     for m in child.meshes:
         m.scale = [s * scale for s in m.scale]

@@ -62,10 +62,10 @@ def process_scene(family: str, seed: int, ood: bool, out: str) -> dict:
     row = {"name": name, "family": family, "seed": seed, "ood": ood, "instruction": spec.instruction,
            "valid": report.ok, "reason": report.reason, "message": report.message,
            "success": bool(report.demo is not None and report.demo.success),
-           "failing_phase": report.demo.failing_phase if report.demo is not None else None,
-           "steps": report.demo.steps if report.demo is not None else 0}
-    if report.demo is not None:
-        report.demo.save(root / "episodes" / ROUND / name)
+           "failing_phase": report.attempt.failing_phase if report.attempt is not None else None,
+           "steps": report.attempt.steps if report.attempt is not None else 0}
+    if report.attempt is not None:  # failed attempts are kept too: they show where the expert got stuck
+        report.attempt.save(root / "episodes" / ROUND / name)
     try:
         thumbnail(spec, scene_path.with_suffix(".png"))
         row["thumbnail"] = str(scene_path.with_suffix(".png").relative_to(root))

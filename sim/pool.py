@@ -1,0 +1,310 @@
+"""Run many episodes on a pool of worker processes.
+
+Each job runs in a `spawn`ed worker with one BLAS/OpenMP thread (the workers, not BLAS, use the cores).
+A job that raises comes back as an error result; a worker that dies (segfault, `os._exit`) or a job
+that runs past its time limit breaks the pool, which is rebuilt so that the other jobs still run.
+`workers=0` runs the jobs in this process, for debugging (no crash protection there).
+
+This module imports numpy/mujoco only inside the worker functions, so a spawned worker's initializer
+runs before them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from sim.episode import Policy
+    from sim.scene import SceneSpec
+
+PolicyFactory = Callable[["SceneSpec"], "Policy"]
+ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeJob:
+    """One episode to run. The policy factory must be picklable (a module-level function or class)."""
+
+    scene: SceneSpec
+    # "expert" (the family's scripted expert) or a factory `factory(scene) -> policy`
+    policy: Literal["expert"] | PolicyFactory = "expert"
+    # where to save the episode (`Episode.save`), or None to keep nothing on disk
+    out: str | Path | None = None
+    # control-step limit; None uses the scene's own `max_steps`
+    max_steps: int | None = None
+    # keep every n-th state in the saved episode
+    record_every: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeResult:
+    """What one job gave. `error` is set (and `success` False) when the job raised or its worker died."""
+
+    index: int  # position of the job in the list passed to `run`
+    success: bool
+    failing_phase: str | None
+    steps: int
+    wall_s: float  # seconds the job took in its worker (0 when the worker died)
+    cpu_s: float = 0.0  # CPU seconds of the worker on this job (below wall_s when cores are shared)
+    path: Path | None  # the saved .npz, when the job had `out`
+    error: str | None = None
+    trace: str | None = None  # the worker's traceback, when the job raised
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def run_job(index: int, job: EpisodeJob) -> EpisodeResult:
+    """Run one job here; exceptions become an error result."""
+    from sim.episode import run_episode
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        if isinstance(job.policy, str):
+            if job.policy != "expert":
+                raise ValueError(f"unknown policy {job.policy!r}: use 'expert' or a factory(scene) -> policy")
+            policy, name = None, "expert"
+        else:
+            policy = job.policy(job.scene)
+            name = getattr(job.policy, "__qualname__", type(job.policy).__qualname__)
+        ep = run_episode(job.scene, policy, max_steps=job.max_steps, record_every=job.record_every,
+                         policy_name=name)
+        path = ep.save(job.out) if job.out is not None else None
+    except Exception as e:  # noqa: BLE001 - any failure of a job is that job's result
+        return EpisodeResult(index=index, success=False, failing_phase=None, steps=0,
+                             wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, path=None,
+                             error=f"{type(e).__name__}: {e}", trace=traceback.format_exc())
+    return EpisodeResult(index=index, success=ep.success, failing_phase=ep.failing_phase, steps=ep.steps,
+                         wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, path=path)
+
+
+def _init_worker(mujoco_gl: str | None) -> None:
+    for k in ONE_THREAD:
+        os.environ[k] = "1"
+    if mujoco_gl:
+        os.environ["MUJOCO_GL"] = mujoco_gl
+    try:  # for BLAS libraries loaded before this ran; not a dependency
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+    except ImportError:
+        pass
+
+
+def _warm() -> int:
+    """Import the simulator and compile one scene before the first job: a process's first compile builds
+    the robot's meshes (1-5 s on busy cores), which should not count against a job's time limit."""
+    from sim.builder import build_scene
+    from sim.families import get_family
+
+    try:
+        fam = get_family("pick_place")
+        build_scene(fam.make_scene(fam.default_factors()))
+    except Exception:  # noqa: BLE001 - only a warm-up; a broken family shows up in its own jobs
+        pass
+    return os.getpid()
+
+
+@contextmanager
+def _child_env(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables while workers are spawned: a spawned child re-imports the parent's
+    `__main__` (often numpy) before its initializer runs, so BLAS reads its thread count from these."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class EpisodePool:
+    """`with EpisodePool(workers=2) as pool: results = pool.run(jobs)`; results are in job order.
+
+    Workers are spawned, so a script that makes a pool needs the `if __name__ == "__main__":` guard.
+    Without `job_timeout_s` a job that never returns blocks `run`."""
+
+    def __init__(self, workers: int = 2, *, mujoco_gl: str | None = None,
+                 job_timeout_s: float | None = None) -> None:
+        if workers < 0:
+            raise ValueError(f"workers must be >= 0, got {workers}")
+        self.workers = workers
+        self.mujoco_gl = mujoco_gl
+        self.job_timeout_s = job_timeout_s  # a job past this is killed (with its worker) and reported
+        self.restarts = 0  # how many times a broken pool was rebuilt
+        self._ex: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> EpisodePool:
+        if self.workers:
+            self._start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._ex is not None:
+            self._ex.shutdown(wait=True, cancel_futures=True)
+            self._ex = None
+
+    def _start(self) -> None:
+        env = {k: "1" for k in ONE_THREAD} | ({"MUJOCO_GL": self.mujoco_gl} if self.mujoco_gl else {})
+        with _child_env(env):
+            self._ex = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                           initializer=_init_worker, initargs=(self.mujoco_gl,))
+            # one submit per worker spawns them all now, inside the environment above
+            warm = [self._ex.submit(_warm) for _ in range(self.workers)]
+        wait(warm)
+        if any(f.exception() for f in warm):
+            self.close()
+            raise RuntimeError("episode workers could not start (is the caller's main module guarded by "
+                               "`if __name__ == '__main__'`?)") from next(f.exception() for f in warm)
+
+    def _restart(self) -> None:
+        if self._ex is not None:
+            self._kill_workers()
+            self._ex.shutdown(wait=True, cancel_futures=True)
+        self._ex = None
+        self.restarts += 1
+        self._start()
+
+    @property
+    def executor(self) -> ProcessPoolExecutor:
+        if self._ex is None:
+            self._start()
+        assert self._ex is not None
+        return self._ex
+
+    def _kill_workers(self) -> None:
+        assert self._ex is not None
+        if hasattr(self._ex, "terminate_workers"):  # Python >= 3.14
+            self._ex.terminate_workers()
+            return
+        for p in list((getattr(self._ex, "_processes", None) or {}).values()):
+            p.kill()
+
+    def run(self, jobs: list[EpisodeJob],
+            progress: Callable[[EpisodeResult], None] | None = None) -> list[EpisodeResult]:
+        """Run all jobs; `progress` is called with each result as it finishes (in finishing order)."""
+        results: list[EpisodeResult | None] = [None] * len(jobs)
+
+        def finish(r: EpisodeResult) -> None:
+            results[r.index] = r
+            if progress:
+                progress(r)
+
+        if self.workers == 0:
+            for i, job in enumerate(jobs):
+                finish(run_job(i, job))
+        else:
+            _Scheduler(self, jobs, finish).loop()
+        assert all(r is not None for r in results)
+        return results  # type: ignore[return-value]
+
+
+def _failed(index: int, why: str) -> EpisodeResult:
+    return EpisodeResult(index=index, success=False, failing_phase=None, steps=0, wall_s=0.0, path=None,
+                         error=why)
+
+
+class _Scheduler:
+    """Keeps at most `workers` jobs in flight, so when the pool breaks only those are suspects. Suspects
+    of a crash are rerun one at a time: the one that breaks the pool alone is the culprit."""
+
+    def __init__(self, pool: EpisodePool, jobs: list[EpisodeJob], finish: Callable[[EpisodeResult], None]):
+        self.pool, self.jobs, self.finish = pool, jobs, finish
+        self.todo: deque[int] = deque(range(len(jobs)))
+        self.suspects: deque[int] = deque()
+        self.running: dict[Future, tuple[int, float]] = {}  # future → (job index, deadline)
+
+    def loop(self) -> None:
+        while self.todo or self.suspects or self.running:
+            self._fill()
+            done, _ = wait(self.running, timeout=self._wait_s(), return_when=FIRST_COMPLETED)
+            late = [i for f, (i, dl) in self.running.items() if f not in done and time.monotonic() > dl]
+            if late:
+                self._kill_late(late)
+                continue
+            broken = []
+            for f in done:
+                i, _ = self.running.pop(f)
+                try:
+                    self.finish(f.result())
+                except BrokenProcessPool:
+                    broken.append(i)
+                except Exception as e:  # noqa: BLE001 - e.g. the job could not be pickled
+                    self.finish(_failed(i, f"{type(e).__name__}: {e}"))
+            if broken:
+                self._on_broken(broken)
+
+    def _fill(self) -> None:
+        if self.suspects:  # a suspect runs alone
+            if not self.running:
+                self._submit(self.suspects)
+            return
+        while self.todo and len(self.running) < self.pool.workers:
+            if not self._submit(self.todo):
+                return
+
+    def _submit(self, queue: deque[int]) -> bool:
+        """Submit the head of `queue`; False (and the job stays queued) if the pool is already broken
+        and jobs in flight will report it."""
+        i, limit = queue[0], self.pool.job_timeout_s
+        try:
+            f = self.pool.executor.submit(run_job, i, self.jobs[i])
+        except BrokenProcessPool:  # a worker died after its last job
+            if self.running:
+                return False
+            self.pool._restart()
+            f = self.pool.executor.submit(run_job, i, self.jobs[i])
+        queue.popleft()
+        self.running[f] = (i, time.monotonic() + limit if limit else float("inf"))
+        return True
+
+    def _wait_s(self) -> float | None:
+        dl = min((d for _, d in self.running.values()), default=float("inf"))
+        return None if dl == float("inf") else max(0.0, dl - time.monotonic()) + 0.05
+
+    def _on_broken(self, broken: list[int]) -> None:
+        # every job in flight fails with BrokenProcessPool; collect them all before rebuilding
+        rest = [(f, i) for f, (i, _) in self.running.items()]
+        wait([f for f, _ in rest])
+        for f, i in rest:
+            if f.exception() is None:
+                self.finish(f.result())
+            else:
+                broken.append(i)
+        self.running.clear()
+        if len(broken) == 1:
+            self.finish(_failed(broken[0], "worker died (BrokenProcessPool) while running this job"))
+        else:
+            self.suspects.extend(sorted(broken))
+        self.pool._restart()
+
+    def _kill_late(self, late: list[int]) -> None:
+        self.pool._kill_workers()
+        wait(list(self.running))
+        for f, (i, _) in self.running.items():
+            if f.exception() is None:  # finished just before the kill
+                self.finish(f.result())
+            elif i in late:
+                self.finish(_failed(i, f"timed out after {self.pool.job_timeout_s} s; its worker was killed"))
+            else:  # an innocent bystander of the kill: run it again
+                self.todo.appendleft(i)
+        self.running.clear()
+        self.pool._restart()
