@@ -17,7 +17,7 @@ from sim.scene import FACTOR_GROUPS, FixtureSpec, ObjectSpec, Predicate, SceneSp
 _LAZY = {
     "SimEnv": "sim.env", "WorldState": "sim.world", "StateLayout": "sim.world", "build_scene": "sim.builder",
     "PlacementError": "sim.builder", "FAMILIES": "sim.families", "TaskFamily": "sim.families",
-    "FactorDef": "sim.families", "get_family": "sim.families", "Episode": "sim.episode",
+    "FactorDef": "sim.factors", "get_family": "sim.families", "Episode": "sim.episode",
     "run_episode": "sim.episode", "ExpertPolicy": "sim.episode", "Observation": "sim.episode",
     "PREDICATES": "sim.predicates", "goal_reached": "sim.predicates", "OSCConfig": "sim.controller",
     "check_scene": "sim.validity", "ValidityReport": "sim.validity", "EpisodePool": "sim.pool",

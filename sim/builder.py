@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 
 from sim import assets
-from sim.fixtures import FixtureParts, Region, build_fixture, fixture_footprint
+from sim.fixtures import FixtureParts, build_fixture, fixture_footprint
 from sim.scene import ObjectSpec, SceneSpec
 
 TIMESTEP = 0.002
@@ -95,22 +95,49 @@ def _add_stage(spec: mujoco.MjSpec) -> None:
     spec.visual.global_.offheight = 480
     w = spec.worldbody
     w.add_light(pos=[0, 0, 2.0], dir=[0, 0, -1], diffuse=[0.5, 0.5, 0.5], castshadow=False)
-    w.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, pos=[0, 0, -0.8], size=[3, 3, 0.1],
-               rgba=[0.35, 0.37, 0.4, 1])
+    w.add_geom(
+        name="floor",
+        type=mujoco.mjtGeom.mjGEOM_PLANE,
+        pos=[0, 0, -0.8],
+        size=[3, 3, 0.1],
+        rgba=[0.35, 0.37, 0.4, 1],
+    )
     tx, ty, tz = TABLE_HALF
-    w.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_BOX, pos=[TABLE_CENTER_X, 0, -tz],
-               size=[tx, ty, tz], rgba=[0.78, 0.72, 0.62, 1], friction=[1.0, 0.005, 0.0001])
+    w.add_geom(
+        name="table",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        pos=[TABLE_CENTER_X, 0, -tz],
+        size=[tx, ty, tz],
+        rgba=[0.78, 0.72, 0.62, 1],
+        friction=[1.0, 0.005, 0.0001],
+    )
     for sx in (-1, 1):
         for sy in (-1, 1):
-            w.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.025, 0.025, 0.39], contype=0, conaffinity=0,
-                       pos=[TABLE_CENTER_X + sx * (tx - 0.05), sy * (ty - 0.05), -0.41],
-                       rgba=[0.5, 0.45, 0.4, 1])
-    spec.add_texture(name="sky", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX, builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
-                     rgb1=[0.62, 0.72, 0.82], rgb2=[0.2, 0.22, 0.26], width=64, height=64)
+            w.add_geom(
+                type=mujoco.mjtGeom.mjGEOM_BOX,
+                size=[0.025, 0.025, 0.39],
+                contype=0,
+                conaffinity=0,
+                pos=[TABLE_CENTER_X + sx * (tx - 0.05), sy * (ty - 0.05), -0.41],
+                rgba=[0.5, 0.45, 0.4, 1],
+            )
+    spec.add_texture(
+        name="sky",
+        type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
+        builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+        rgb1=[0.62, 0.72, 0.82],
+        rgb2=[0.2, 0.22, 0.26],
+        width=64,
+        height=64,
+    )
     # front: a three-quarter view from the robot's right that shows the gripper, the objects
     # and the fronts of fixtures (which face the robot); top: straight down; wrist: on the hand
-    w.add_camera(name="front", pos=[-0.2, -0.62, 0.48], xyaxes=_look_at([-0.2, -0.62, 0.48], [0.07, 0.0, 0.04]),
-                 fovy=50)
+    w.add_camera(
+        name="front",
+        pos=[-0.2, -0.62, 0.48],
+        xyaxes=_look_at([-0.2, -0.62, 0.48], [0.07, 0.0, 0.04]),
+        fovy=50,
+    )
     w.add_camera(name="top", pos=[0.0, 0.0, 1.25], xyaxes=[0, 1, 0, -1, 0, 0], fovy=50)
 
 
@@ -121,8 +148,9 @@ def _add_object(world: mujoco.MjsBody, o: ObjectSpec) -> None:
     if o.kind == "box":
         g = body.add_geom(name=o.name, type=mujoco.mjtGeom.mjGEOM_BOX, size=list(o.size), **common)
     elif o.kind == "cylinder":
-        g = body.add_geom(name=o.name, type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[o.size[0], o.size[1], 0],
-                          **common)
+        g = body.add_geom(
+            name=o.name, type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[o.size[0], o.size[1], 0], **common
+        )
     elif o.kind == "sphere":
         g = body.add_geom(name=o.name, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[o.size[0], 0, 0], **common)
     else:
@@ -204,7 +232,9 @@ def _place(spec: SceneSpec, half: np.ndarray, rng: np.random.Generator) -> list[
     Everything is treated as an axis-aligned rectangle on the table (objects by their yaw-free bound),
     kept 1 cm apart.
     """
-    taken: list[tuple[np.ndarray, np.ndarray]] = [(np.array(f.pos), fixture_footprint(f)) for f in spec.fixtures]
+    taken: list[tuple[np.ndarray, np.ndarray]] = [
+        (np.array(f.pos), fixture_footprint(f)) for f in spec.fixtures
+    ]
     radius = [np.full(2, float(np.hypot(h[0], h[1]))) for h in half]
     out: list[tuple[float, float] | None] = [o.pos for o in spec.objects]
     taken += [(np.array(o.pos), radius[i]) for i, o in enumerate(spec.objects) if o.pos is not None]
@@ -255,7 +285,8 @@ def _index(model: mujoco.MjModel, spec: SceneSpec, parts: dict[str, FixtureParts
     arm_j = [jid(f"robot_joint{i}") for i in range(1, 8)]
     grip_j = [jid(f"robot_gripper_finger_joint{i}") for i in (1, 2)]
     obodies = np.array([model.body(o.name).id for o in spec.objects], int)
-    centers, halves = zip(*[_body_local_aabb(model, b) for b in obodies]) if len(obodies) else ((), ())
+    boxes = [_body_local_aabb(model, b) for b in obodies]
+    centers, halves = [c for c, _ in boxes], [h for _, h in boxes]
     robot_bodies = frozenset(b for b in range(model.nbody) if model.body(b).name.startswith("robot_"))
     entities = ("robot", "table") + tuple(o.name for o in spec.objects) + tuple(f.name for f in spec.fixtures)
     owner = np.full(model.nbody, -1, int)
@@ -279,17 +310,28 @@ def _index(model: mujoco.MjModel, spec: SceneSpec, parts: dict[str, FixtureParts
         for n, g in fp.handles.items():
             handles[n] = model.geom(g).id
     return SceneIndex(
-        arm_qpos=model.jnt_qposadr[arm_j].copy(), arm_dof=model.jnt_dofadr[arm_j].copy(),
+        arm_qpos=model.jnt_qposadr[arm_j].copy(),
+        arm_dof=model.jnt_dofadr[arm_j].copy(),
         arm_act=np.array([aid(f"robot_torq_j{i}") for i in range(1, 8)]),
         grip_act=np.array([aid(f"robot_gripper_gripper_finger_joint{i}") for i in (1, 2)]),
-        grip_qpos=model.jnt_qposadr[grip_j].copy(), ee_site=model.site("robot_gripper_grip_site").id,
-        finger_geoms=(model.geom("robot_gripper_finger1_pad_collision").id,
-                      model.geom("robot_gripper_finger2_pad_collision").id),
-        robot_bodies=robot_bodies, objects=tuple(o.name for o in spec.objects), object_body=obodies,
+        grip_qpos=model.jnt_qposadr[grip_j].copy(),
+        ee_site=model.site("robot_gripper_grip_site").id,
+        finger_geoms=(
+            model.geom("robot_gripper_finger1_pad_collision").id,
+            model.geom("robot_gripper_finger2_pad_collision").id,
+        ),
+        robot_bodies=robot_bodies,
+        objects=tuple(o.name for o in spec.objects),
+        object_body=obodies,
         object_qpos=np.array([model.jnt_qposadr[jid(o.name)] for o in spec.objects], int),
-        object_local_center=np.array(centers).reshape(-1, 3), object_half=np.array(halves).reshape(-1, 3),
-        fixtures=tuple(f.name for f in spec.fixtures), joints=joints, regions=regions, handles=handles,
-        body_owner=owner, entity_names=entities,
+        object_local_center=np.array(centers).reshape(-1, 3),
+        object_half=np.array(halves).reshape(-1, 3),
+        fixtures=tuple(f.name for f in spec.fixtures),
+        joints=joints,
+        regions=regions,
+        handles=handles,
+        body_owner=owner,
+        entity_names=entities,
     )
 
 
@@ -303,14 +345,16 @@ def _initial_qpos(model: mujoco.MjModel, spec: SceneSpec, index: SceneIndex) -> 
         a = index.object_qpos[i]
         c, h = index.object_local_center[i], index.object_half[i]
         z = o.z if o.z is not None else h[2] - c[2] + 0.0005
-        q[a:a + 3] = (xy[i][0], xy[i][1], z)
-        q[a + 3:a + 7] = _yaw_quat(o.yaw)
+        q[a : a + 3] = (xy[i][0], xy[i][1], z)
+        q[a + 3 : a + 7] = _yaw_quat(o.yaw)
     for f in spec.fixtures:
         for key, frac in f.init.items():
             name = f"{f.name}/{key}"
             if name not in index.joints:
-                raise ValueError(f"fixture {f.name!r} has no joint {key!r}; joints: "
-                                 f"{[j.split('/', 1)[1] for j in index.joints if j.startswith(f.name + '/')]}")
+                raise ValueError(
+                    f"fixture {f.name!r} has no joint {key!r}; joints: "
+                    f"{[j.split('/', 1)[1] for j in index.joints if j.startswith(f.name + '/')]}"
+                )
             adr, lo, hi = index.joints[name]
             q[adr] = lo + frac * (hi - lo)
     return q

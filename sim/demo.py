@@ -59,11 +59,19 @@ def process_scene(family: str, seed: int, ood: bool, out: str) -> dict:
     scene_path.parent.mkdir(parents=True, exist_ok=True)
     scene_path.write_text(spec.to_json())
     report = check_scene(spec, solve=True)
-    row = {"name": name, "family": family, "seed": seed, "ood": ood, "instruction": spec.instruction,
-           "valid": report.ok, "reason": report.reason, "message": report.message,
-           "success": bool(report.demo is not None and report.demo.success),
-           "failing_phase": report.attempt.failing_phase if report.attempt is not None else None,
-           "steps": report.attempt.steps if report.attempt is not None else 0}
+    row = {
+        "name": name,
+        "family": family,
+        "seed": seed,
+        "ood": ood,
+        "instruction": spec.instruction,
+        "valid": report.ok,
+        "reason": report.reason,
+        "message": report.message,
+        "success": bool(report.demo is not None and report.demo.success),
+        "failing_phase": report.attempt.failing_phase if report.attempt is not None else None,
+        "steps": report.attempt.steps if report.attempt is not None else 0,
+    }
     if report.attempt is not None:  # failed attempts are kept too: they show where the expert got stuck
         report.attempt.save(root / "episodes" / ROUND / name)
     try:
@@ -102,8 +110,9 @@ def run(cfg: DemoConfig) -> list[dict]:
     for f in families:
         FAMILIES.get(f)  # "did you mean" before any work starts
     cfg.out.mkdir(parents=True, exist_ok=True)
-    (cfg.out / "config.json").write_text(json.dumps({**asdict(cfg), "out": str(cfg.out), "families": families},
-                                                    indent=1))
+    (cfg.out / "config.json").write_text(
+        json.dumps({**asdict(cfg), "out": str(cfg.out), "families": families}, indent=1)
+    )
     done = _done(cfg.out)
     todo = [j for j in _jobs(cfg, families) if j not in done]
     rows = [done[j] for j in _jobs(cfg, families) if j in done]
@@ -123,8 +132,18 @@ def run(cfg: DemoConfig) -> list[dict]:
                     try:
                         rows.append(fut.result())
                     except Exception as e:  # report, keep going: one bad scene never loses the batch
-                        rows.append({"name": f"{f}_{seed}", "family": f, "seed": seed, "ood": ood, "valid": False,
-                                     "reason": "crashed", "message": f"{type(e).__name__}: {e}", "success": False})
+                        rows.append(
+                            {
+                                "name": f"{f}_{seed}",
+                                "family": f,
+                                "seed": seed,
+                                "ood": ood,
+                                "valid": False,
+                                "reason": "crashed",
+                                "message": f"{type(e).__name__}: {e}",
+                                "success": False,
+                            }
+                        )
                     bar.advance(task)
     return sorted(rows, key=lambda r: (r["family"], r["ood"], r["seed"]))
 
@@ -139,8 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     try:
-        cfg = DemoConfig(out=a.out, families=tuple(a.families), per_family=a.per_family, ood=a.ood,
-                         workers=a.workers, seed=a.seed)
+        cfg = DemoConfig(
+            out=a.out,
+            families=tuple(a.families),
+            per_family=a.per_family,
+            ood=a.ood,
+            workers=a.workers,
+            seed=a.seed,
+        )
         t0 = time.perf_counter()
         rows = run(cfg)
     except (ValueError, KeyError) as e:

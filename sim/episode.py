@@ -78,19 +78,33 @@ class Episode:
             if p != last:
                 timeline.append([step, p])
                 last = p
-        return {"scene_id": self.scene.scene_id, "family": self.scene.family, "seed": self.scene.seed,
-                "instruction": self.scene.instruction, "policy": self.policy, "success": self.success,
-                "failing_phase": self.failing_phase, "steps": self.steps, "phase_timeline": timeline,
-                "keyframes": self.keyframes, "layout": self.states[0].layout.to_json(),
-                "scene": json.loads(self.scene.model_dump_json())}
+        return {
+            "scene_id": self.scene.scene_id,
+            "family": self.scene.family,
+            "seed": self.scene.seed,
+            "instruction": self.scene.instruction,
+            "policy": self.policy,
+            "success": self.success,
+            "failing_phase": self.failing_phase,
+            "steps": self.steps,
+            "phase_timeline": timeline,
+            "keyframes": self.keyframes,
+            "layout": self.states[0].layout.to_json(),
+            "scene": json.loads(self.scene.model_dump_json()),
+        }
 
     def save(self, path: str | Path) -> Path:
         """Write `<path>.npz` and `<path>.json`; returns the npz path."""
         path = Path(path).with_suffix("")
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {k: np.stack([np.asarray(getattr(s, k)) for s in self.states]) for k in DYNAMIC}
-        np.savez_compressed(path.with_suffix(".npz"), actions=self.actions, state_steps=self.state_steps,
-                            phases=np.array(self.phases), **{f"s_{k}": v for k, v in arrays.items()})
+        np.savez_compressed(
+            path.with_suffix(".npz"),
+            actions=self.actions,
+            state_steps=self.state_steps,
+            phases=np.array(self.phases),
+            **{f"s_{k}": v for k, v in arrays.items()},
+        )
         path.with_suffix(".json").write_text(json.dumps(self.meta(), indent=1))
         return path.with_suffix(".npz")
 
@@ -102,15 +116,29 @@ class Episode:
         with np.load(path.with_suffix(".npz")) as z:
             n = len(z["state_steps"])
             states = [WorldState.from_arrays(layout, {k: z[f"s_{k}"][i] for k in DYNAMIC}) for i in range(n)]
-            return cls(scene=SceneSpec.model_validate(meta["scene"]), actions=z["actions"], states=states,
-                       state_steps=z["state_steps"], phases=[str(p) for p in z["phases"]],
-                       success=meta["success"], failing_phase=meta["failing_phase"], policy=meta["policy"],
-                       keyframes=meta["keyframes"])
+            return cls(
+                scene=SceneSpec.model_validate(meta["scene"]),
+                actions=z["actions"],
+                states=states,
+                state_steps=z["state_steps"],
+                phases=[str(p) for p in z["phases"]],
+                success=meta["success"],
+                failing_phase=meta["failing_phase"],
+                policy=meta["policy"],
+                keyframes=meta["keyframes"],
+            )
 
 
-def run_episode(spec: SceneSpec, policy: Policy | None = None, *, env: SimEnv | None = None,
-                max_steps: int | None = None, record_every: int = 1, policy_name: str | None = None,
-                on_step: Callable[[SimEnv, int], None] | None = None) -> Episode:
+def run_episode(
+    spec: SceneSpec,
+    policy: Policy | None = None,
+    *,
+    env: SimEnv | None = None,
+    max_steps: int | None = None,
+    record_every: int = 1,
+    policy_name: str | None = None,
+    on_step: Callable[[SimEnv, int], None] | None = None,
+) -> Episode:
     """Run one episode. `policy=None` runs the family's scripted expert. The episode ends when the goal
     holds (checked each step), when an expert has finished its plan, or after `max_steps`."""
     family = get_family(spec.family)
@@ -146,5 +174,13 @@ def run_episode(spec: SceneSpec, policy: Policy | None = None, *, env: SimEnv | 
     success = env.success(s)
     if success and phases[-1] != "done":  # labels come from the family; trust the goal test
         phases[-1] = "done"
-    return Episode(spec, np.array(actions).reshape(-1, 7), states, np.array(steps), phases, success,
-                   None if success else failing, policy_name or ("expert" if expert else "policy"))
+    return Episode(
+        spec,
+        np.array(actions).reshape(-1, 7),
+        states,
+        np.array(steps),
+        phases,
+        success,
+        None if success else failing,
+        policy_name or ("expert" if expert else "policy"),
+    )

@@ -39,9 +39,17 @@ def evaluate(families: list[str], n: int, workers: int) -> list[dict]:
         for split in ("id", "ood"):
             rs = [(k[2], r) for k, r in zip(keys, results, strict=True) if k[:2] == (f, split)]
             fails = [{"seed": s, "phase": r.failing_phase, "error": r.error} for s, r in rs if not r.success]
-            rows.append({"family": f, "split": split, "n": len(rs), "success": sum(r.success for _, r in rs),
-                         "rate": sum(r.success for _, r in rs) / max(len(rs), 1), "failures": fails,
-                         "mean_steps": sum(r.steps for _, r in rs) / max(len(rs), 1)})
+            rows.append(
+                {
+                    "family": f,
+                    "split": split,
+                    "n": len(rs),
+                    "success": sum(r.success for _, r in rs),
+                    "rate": sum(r.success for _, r in rs) / max(len(rs), 1),
+                    "failures": fails,
+                    "mean_steps": sum(r.steps for _, r in rs) / max(len(rs), 1),
+                }
+            )
     return rows
 
 
@@ -75,8 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         below = r["rate"] < TARGETS[r["split"]]
         ok &= not below
         fails = ", ".join(f"{x['seed']}: {x['phase'] or x['error']}" for x in r["failures"]) or "-"
-        t.add_row(r["family"], r["split"], f"{r['success']}/{r['n']} ({100 * r['rate']:.0f}%)" + (" < target" if below
-                  else ""), f"{r['mean_steps']:.0f}", fails)
+        t.add_row(
+            r["family"],
+            r["split"],
+            f"{r['success']}/{r['n']} ({100 * r['rate']:.0f}%)" + (" < target" if below else ""),
+            f"{r['mean_steps']:.0f}",
+            fails,
+        )
     Console().print(t)
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)

@@ -37,11 +37,26 @@ DEFAULTS: dict[str, dict[str, float]] = {
     # two drawers side by side; handles on the top edge of each drawer front, grasped from above.
     # handle_drop: bar centre below the top; ≤ ~0.022 so the Panda hand (3 cm above its grip site,
     # ±10 cm along the finger axis) clears the carcass top, ≥ 0.018 so the posts pass under it
-    "cabinet": {"width": 0.44, "depth": 0.28, "height": 0.16, "travel": 0.16, "wall": 0.01,
-                "handle_standoff": 0.045, "handle_drop": 0.02},
+    "cabinet": {
+        "width": 0.44,
+        "depth": 0.28,
+        "height": 0.16,
+        "travel": 0.16,
+        "wall": 0.01,
+        "handle_standoff": 0.045,
+        "handle_drop": 0.02,
+    },
     # hinged door; hinge on the robot's right (−y) edge, opens towards the robot
-    "door": {"width": 0.26, "depth": 0.22, "height": 0.16, "wall": 0.01, "handle_standoff": 0.045,
-             "handle_inset": 0.06, "handle_drop": 0.02, "handle_length": 0.09},
+    "door": {
+        "width": 0.26,
+        "depth": 0.22,
+        "height": 0.16,
+        "wall": 0.01,
+        "handle_standoff": 0.045,
+        "handle_inset": 0.06,
+        "handle_drop": 0.02,
+        "handle_length": 0.09,
+    },
     "bin": {"inner_x": 0.09, "inner_y": 0.12, "height": 0.07, "wall": 0.008},
     "hole_block": {"hole": 0.034, "outer": 0.10, "height": 0.05},
 }
@@ -51,14 +66,17 @@ def params(f: FixtureSpec) -> dict[str, float]:
     p = dict(DEFAULTS[f.kind])
     unknown = set(f.params) - set(p)
     if unknown:
-        raise ValueError(f"fixture {f.name!r} ({f.kind}): unknown params {sorted(unknown)}; known: {sorted(p)}")
+        raise ValueError(
+            f"fixture {f.name!r} ({f.kind}): unknown params {sorted(unknown)}; known: {sorted(p)}"
+        )
     p.update(f.params)
     return p
 
 
 def _box(body: mujoco.MjsBody, name: str, pos, half, rgba, **kw) -> mujoco.MjsGeom:
-    return body.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=list(pos), size=list(half),
-                         rgba=list(rgba), **kw)
+    return body.add_geom(
+        name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=list(pos), size=list(half), rgba=list(rgba), **kw
+    )
 
 
 def _yaw_quat(yaw: float) -> list[float]:
@@ -68,10 +86,17 @@ def _yaw_quat(yaw: float) -> list[float]:
 def _handle(body, name, x, y, z, length, standoff, rgba) -> None:
     """A horizontal bar along y at height z, `standoff` in front (−x) of the face at `x`, on two posts."""
     r = 0.008
-    _box(body, name, (x - standoff, y, z), (r, length / 2, r), (0.2, 0.2, 0.2, 1), friction=[1.5, 0.01, 0.001])
+    _box(
+        body, name, (x - standoff, y, z), (r, length / 2, r), (0.2, 0.2, 0.2, 1), friction=[1.5, 0.01, 0.001]
+    )
     for s in (-1, 1):
-        _box(body, f"{name}_post{'ab'[s > 0]}", (x - standoff / 2, y + s * (length / 2 - r), z),
-             (standoff / 2, r, r), rgba)
+        _box(
+            body,
+            f"{name}_post{'ab'[s > 0]}",
+            (x - standoff / 2, y + s * (length / 2 - r), z),
+            (standoff / 2, r, r),
+            rgba,
+        )
 
 
 def build_fixture(world: mujoco.MjsBody, f: FixtureSpec) -> FixtureParts:
@@ -110,14 +135,29 @@ def _cabinet(root, f: FixtureSpec, p) -> FixtureParts:
         name = f"{f.name}/drawer{i}"
         yc = ys * (w / 2 + slot / 2)
         d = root.add_body(name=name, pos=[0.0, yc, w + 0.003])
-        d.add_joint(name=name, type=mujoco.mjtJoint.mjJNT_SLIDE, axis=[-1, 0, 0], range=[0, p["travel"]],
-                    damping=8.0, frictionloss=0.3, armature=0.05)
+        d.add_joint(
+            name=name,
+            type=mujoco.mjtJoint.mjJNT_SLIDE,
+            axis=[-1, 0, 0],
+            range=[0, p["travel"]],
+            damping=8.0,
+            frictionloss=0.3,
+            armature=0.05,
+        )
         hx, hy = D / 2 - w, slot / 2 - 0.003
         _open_box(d, f"{f.name}_drawer{i}", -0.5 * w, hx, hy, dh, w, lighter)
         front_x = -0.5 * w - hx
         bar_z = H - p["handle_drop"] - (w + 0.003)  # in the drawer's frame
-        _handle(d, f"{f.name}_drawer{i}_handle", front_x, 0.0, bar_z, min(0.1, slot * 0.6), p["handle_standoff"],
-                (0.3, 0.3, 0.3, 1))
+        _handle(
+            d,
+            f"{f.name}_drawer{i}_handle",
+            front_x,
+            0.0,
+            bar_z,
+            min(0.1, slot * 0.6),
+            p["handle_standoff"],
+            (0.3, 0.3, 0.3, 1),
+        )
         joints[name] = (0.0, p["travel"])
         regions[name] = Region(name, (-0.5 * w, 0.0, (dh + w) / 2), (hx - w, hy - w, (dh - w) / 2))
         handles[name] = f"{f.name}_drawer{i}_handle"
@@ -131,13 +171,34 @@ def _door(root, f: FixtureSpec, p) -> FixtureParts:
     hinge_y = -W / 2
     name = f"{f.name}/door"
     door = root.add_body(name=name, pos=[-D / 2 - w / 2 - 0.002, hinge_y, 0.0])
-    door.add_joint(name=name, type=mujoco.mjtJoint.mjJNT_HINGE, axis=[0, 0, 1], range=[0, math.pi / 2],
-                   damping=0.5, frictionloss=0.05, armature=0.01)
+    door.add_joint(
+        name=name,
+        type=mujoco.mjtJoint.mjJNT_HINGE,
+        axis=[0, 0, 1],
+        range=[0, math.pi / 2],
+        damping=0.5,
+        frictionloss=0.05,
+        armature=0.01,
+    )
     lighter = tuple(min(1.0, c * 1.25) for c in rgba[:3]) + (1.0,)
-    _box(door, f"{f.name}_door_panel", (0, W / 2, H / 2 + 0.002), (w / 2, W / 2 - 0.002, H / 2 - 0.002), lighter)
+    _box(
+        door,
+        f"{f.name}_door_panel",
+        (0, W / 2, H / 2 + 0.002),
+        (w / 2, W / 2 - 0.002, H / 2 - 0.002),
+        lighter,
+    )
     hy = W - p["handle_inset"]
-    _handle(door, f"{f.name}_door_handle", -w / 2, hy, H - p["handle_drop"], p["handle_length"],
-            p["handle_standoff"], (0.3, 0.3, 0.3, 1))
+    _handle(
+        door,
+        f"{f.name}_door_handle",
+        -w / 2,
+        hy,
+        H - p["handle_drop"],
+        p["handle_length"],
+        p["handle_standoff"],
+        (0.3, 0.3, 0.3, 1),
+    )
     regions = {f.name: Region(f.name, (0.0, 0.0, H / 2), (D / 2 - w, W / 2 - w, H / 2 - w))}
     return FixtureParts({name: (0.0, math.pi / 2)}, regions, {name: f"{f.name}_door_handle"})
 

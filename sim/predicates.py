@@ -103,8 +103,16 @@ def closed(s: WorldState, j: str, frac: float = CLOSED) -> bool:
 
 
 PREDICATES: dict[str, Callable[..., bool | float]] = {
-    "on": on, "inside": inside, "open_frac": open_frac, "opened": opened, "closed": closed,
-    "stacked": stacked, "inserted": inserted, "grasped": grasped, "lifted": lifted, "dist": dist,
+    "on": on,
+    "inside": inside,
+    "open_frac": open_frac,
+    "opened": opened,
+    "closed": closed,
+    "stacked": stacked,
+    "inserted": inserted,
+    "grasped": grasped,
+    "lifted": lifted,
+    "dist": dist,
     "in_contact": in_contact,
 }
 

@@ -18,7 +18,16 @@ ObjectKind = Literal["box", "cylinder", "sphere", "mesh"]
 FixtureKind = Literal["cabinet", "door", "bin", "hole_block"]
 
 PREDICATE_NAMES = (
-    "on", "inside", "open_frac", "closed", "opened", "stacked", "inserted", "grasped", "lifted", "dist",
+    "on",
+    "inside",
+    "open_frac",
+    "closed",
+    "opened",
+    "stacked",
+    "inserted",
+    "grasped",
+    "lifted",
+    "dist",
     "in_contact",
 )
 

@@ -14,8 +14,19 @@ import numpy as np
 
 from sim.builder import SceneIndex
 
-DYNAMIC = ("ee_pos", "ee_mat", "gripper", "obj_pos", "obj_mat", "joint_q", "region_pos", "region_mat",
-           "handle_pos", "contacts", "grasp")
+DYNAMIC = (
+    "ee_pos",
+    "ee_mat",
+    "gripper",
+    "obj_pos",
+    "obj_mat",
+    "joint_q",
+    "region_pos",
+    "region_mat",
+    "handle_pos",
+    "contacts",
+    "grasp",
+)
 
 
 @dataclass(frozen=True)
@@ -33,22 +44,36 @@ class StateLayout:
     entities: tuple[str, ...]  # contact entities: "robot", "table", objects, fixtures
 
     def to_json(self) -> dict:
-        return {f.name: (v.tolist() if isinstance(v := getattr(self, f.name), np.ndarray) else list(v))
-                for f in fields(self)}
+        return {
+            f.name: (v.tolist() if isinstance(v := getattr(self, f.name), np.ndarray) else list(v))
+            for f in fields(self)
+        }
 
     @classmethod
     def from_json(cls, d: dict) -> StateLayout:
-        return cls(**{k: (np.array(v, float) if k in ("object_half", "object_center", "joint_range",
-                                                       "region_half") else tuple(v)) for k, v in d.items()})
+        return cls(
+            **{
+                k: (
+                    np.array(v, float)
+                    if k in ("object_half", "object_center", "joint_range", "region_half")
+                    else tuple(v)
+                )
+                for k, v in d.items()
+            }
+        )
 
     @classmethod
     def from_index(cls, ix: SceneIndex) -> StateLayout:
         return cls(
-            objects=ix.objects, object_half=ix.object_half, object_center=ix.object_local_center,
-            joints=tuple(ix.joints), joint_range=np.array([[lo, hi] for _, lo, hi in ix.joints.values()]
-                                                          ).reshape(-1, 2),
-            regions=tuple(ix.regions), region_half=np.array([r[2] for r in ix.regions.values()]).reshape(-1, 3),
-            handles=tuple(ix.handles), entities=ix.entity_names,
+            objects=ix.objects,
+            object_half=ix.object_half,
+            object_center=ix.object_local_center,
+            joints=tuple(ix.joints),
+            joint_range=np.array([[lo, hi] for _, lo, hi in ix.joints.values()]).reshape(-1, 2),
+            regions=tuple(ix.regions),
+            region_half=np.array([r[2] for r in ix.regions.values()]).reshape(-1, 3),
+            handles=tuple(ix.handles),
+            entities=ix.entity_names,
         )
 
 
@@ -115,8 +140,10 @@ class WorldState:
             return self.region_pos[self.layout.regions.index(name)]
         if name in self.layout.handles:
             return self.handle_pos[self.layout.handles.index(name)]
-        raise KeyError(f"nothing named {name!r} has a position; objects: {list(self.layout.objects)}, "
-                       f"regions: {list(self.layout.regions)}")
+        raise KeyError(
+            f"nothing named {name!r} has a position; objects: {list(self.layout.objects)}, "
+            f"regions: {list(self.layout.regions)}"
+        )
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {k: np.asarray(getattr(self, k)) for k in DYNAMIC}
@@ -167,9 +194,16 @@ class StateReader:
                 grasp = touched if k == 0 else grasp & touched
             grasp[0] = False
         return WorldState(
-            layout=self.layout, ee_pos=d.site_xpos[ix.ee_site].copy(),
+            layout=self.layout,
+            ee_pos=d.site_xpos[ix.ee_site].copy(),
             ee_mat=d.site_xmat[ix.ee_site].reshape(3, 3).copy(),
             gripper=float(d.qpos[ix.grip_qpos[0]] - d.qpos[ix.grip_qpos[1]]),
-            obj_pos=pos, obj_mat=mats.copy(), joint_q=d.qpos[self._jq].copy(), region_pos=rpos,
-            region_mat=rmats.copy(), handle_pos=d.geom_xpos[self._hg].copy(), contacts=contacts, grasp=grasp,
+            obj_pos=pos,
+            obj_mat=mats.copy(),
+            joint_q=d.qpos[self._jq].copy(),
+            region_pos=rpos,
+            region_mat=rmats.copy(),
+            handle_pos=d.geom_xpos[self._hg].copy(),
+            contacts=contacts,
+            grasp=grasp,
         )

@@ -13,9 +13,13 @@ CARRY_Z = 0.15  # transport height of the grip site above the table (m)
 GRIP_DEPTH = 0.02  # how far below an object's top the finger pads close (m)
 
 
-def pick_and_place(obj: str, place_xy: Callable[[WorldState], np.ndarray],
-                   place_floor: Callable[[WorldState], float], carry_z: float = CARRY_Z,
-                   release_above: float = 0.005) -> list[Primitive]:
+def pick_and_place(
+    obj: str,
+    place_xy: Callable[[WorldState], np.ndarray],
+    place_floor: Callable[[WorldState], float],
+    carry_z: float = CARRY_Z,
+    release_above: float = 0.005,
+) -> list[Primitive]:
     """Grasp `obj` from above, carry it at `carry_z`, lower it until its bottom is `release_above` over
     `place_floor` at `place_xy`, open, retreat. Targets follow the object as it moves."""
 
@@ -35,7 +39,9 @@ def pick_and_place(obj: str, place_xy: Callable[[WorldState], np.ndarray],
             hx, hy, _ = s.layout.object_half[s.obj(obj)]
             # square footprint: any face will do (fold by 90°); oblong: close across the short side
             sym = np.pi / 2 if abs(hx - hy) < 1e-4 else np.pi
-            yaw_holder["yaw"] = grasp_yaw(s.obj_mat[s.obj(obj)], sym) + (0.0 if hy <= hx + 1e-4 else np.pi / 2)
+            yaw_holder["yaw"] = grasp_yaw(s.obj_mat[s.obj(obj)], sym) + (
+                0.0 if hy <= hx + 1e-4 else np.pi / 2
+            )
         return yaw_holder["yaw"]
 
     def place_z(s: WorldState) -> float:

@@ -14,10 +14,20 @@ from sim.scene import ObjectSpec, Predicate, SceneSpec
 
 
 def _scene(**over) -> SceneSpec:
-    objs = (ObjectSpec(name="cube", kind="box", category="cube", size=(0.02, 0.02, 0.02), pos=(0.05, -0.1)),
-            ObjectSpec(name="plate", kind="mesh", asset="plate", category="plate", size=(1, 1, 1), pos=(0.05, 0.12)))
-    kw = dict(family="pick_place", instruction="put the cube on the plate", objects=objs,
-              goal=(Predicate(fn="on", args=("cube", "plate")),), factors={"spatial": {"x": 0.05}}, seed=3)
+    objs = (
+        ObjectSpec(name="cube", kind="box", category="cube", size=(0.02, 0.02, 0.02), pos=(0.05, -0.1)),
+        ObjectSpec(
+            name="plate", kind="mesh", asset="plate", category="plate", size=(1, 1, 1), pos=(0.05, 0.12)
+        ),
+    )
+    kw = dict(
+        family="pick_place",
+        instruction="put the cube on the plate",
+        objects=objs,
+        goal=(Predicate(fn="on", args=("cube", "plate")),),
+        factors={"spatial": {"x": 0.05}},
+        seed=3,
+    )
     kw.update(over)
     return SceneSpec(**kw)
 
@@ -36,10 +46,13 @@ def test_family_scenes_round_trip():
         assert SceneSpec.from_json(spec.to_json()) == spec
 
 
-@pytest.mark.parametrize("bad", [
-    dict(goal=()),
-    dict(objects=(ObjectSpec(name="a", kind="box", category="c", size=(0.02,) * 3, pos=(0, 0)),) * 2),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(goal=()),
+        dict(objects=(ObjectSpec(name="a", kind="box", category="c", size=(0.02,) * 3, pos=(0, 0)),) * 2),
+    ],
+)
 def test_scene_rejects_bad_input(bad):
     with pytest.raises(ValidationError):
         _scene(**bad)
@@ -70,7 +83,7 @@ def test_predicates_on_a_built_scene():
     assert dist(s, "cube", "plate") == pytest.approx(0.22, abs=0.01)
     # put the cube on the plate by hand: place it above the plate and let it fall
     adr = env.index.object_qpos[0]
-    env.data.qpos[adr:adr + 3] = (0.05, 0.12, 0.06)
+    env.data.qpos[adr : adr + 3] = (0.05, 0.12, 0.06)
     s = env.hold(15)
     assert on(s, "cube", "plate") and env.success(s)
     assert not on(s, "plate", "cube")

@@ -1,0 +1,140 @@
+"""Refinement of a training program whose potential disagrees with expert demonstrations (DESIGN §4:
+"a training program below the agreement threshold is refined before use").
+
+Without an LLM, `refine` searches a few deterministic repairs and keeps the one that raises agreement
+most, repeating while it helps:
+
+- latch: make every `done` cumulative, done'_k = done_k or done'_{k+1} (a later stage implies the
+  earlier ones — the usual fault: "grasped" turns false once the object is released on the goal);
+- reorder: sort the non-verifier subgoals by when they first hold in the demonstrations;
+- flip: replace a progress φ by 1 − φ (it ran backwards in its stage);
+- drop: remove one non-verifier subgoal.
+
+An optional `rewriter` (e.g. an LLM writer) is tried first; its program is kept only if it passes the
+static checks and agrees better. The result is a new program whose parent is the input and whose
+`diagnosis` says what was changed and the agreement before and after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from programs.checks import check_training
+from programs.expr import ExprError
+from programs.model import Subgoal, TrainingProgram
+from programs.potential import AgreementReport, PotentialCache, agreement_report, episode_parts
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a refinement is judged on."""
+
+    episodes: Sequence[Any]  # expert demonstrations: `sim.episode.Episode`s or lists of WorldStates
+    threshold: float = 0.9  # agreement that is good enough
+    note: str = ""  # context for a rewriter (e.g. the diagnosis the program came from)
+
+
+Rewriter = Callable[[TrainingProgram, Evidence, AgreementReport], TrainingProgram]
+Candidate = tuple[str, TrainingProgram]
+
+
+def _with(tp: TrainingProgram, subgoals: Sequence[Subgoal]) -> TrainingProgram:
+    return TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "subgoals": list(subgoals)})
+
+
+def _latch(tp: TrainingProgram) -> Candidate:
+    gs = list(tp.subgoals)
+    later = gs[-1].done
+    for k in range(len(gs) - 2, -1, -1):
+        later = f"({gs[k].done}) or ({later})"
+        gs[k] = gs[k].model_copy(update={"done": later})
+    return "latched every done onto the later stages", _with(tp, gs)
+
+
+def _first_true(tp: TrainingProgram, episodes: Sequence[Any]) -> np.ndarray:
+    """Mean over demos of when each raw done first holds (fraction of the episode; 1 if never)."""
+    cache, rows = PotentialCache(tp), []
+    for ep in episodes:
+        states, _, scene = episode_parts(ep)
+        d = cache.for_scene(scene).done_matrix(states)
+        first = np.where(d.any(0), d.argmax(0), len(states)) / max(len(states), 1)
+        rows.append(first)
+    return np.mean(rows, 0)
+
+
+def _reorder(tp: TrainingProgram, episodes: Sequence[Any]) -> list[Candidate]:
+    if tp.m < 3 or not episodes:
+        return []
+    order = np.argsort(_first_true(tp, episodes)[:-1], kind="stable")
+    if (order == np.arange(tp.m - 1)).all():
+        return []
+    gs = [tp.subgoals[i] for i in order] + [tp.subgoals[-1]]
+    return [("reordered subgoals by when they first hold in the demos: " + " → ".join(g.name for g in gs),
+             _with(tp, gs))]
+
+
+def _flips(tp: TrainingProgram) -> list[Candidate]:
+    out = []
+    for k, g in enumerate(tp.subgoals):
+        gs = list(tp.subgoals)
+        gs[k] = g.model_copy(update={"progress": f"1 - ({g.progress})"})
+        out.append((f"reversed the progress of {g.name!r}", _with(tp, gs)))
+    return out
+
+
+def _drops(tp: TrainingProgram) -> list[Candidate]:
+    return [(f"dropped subgoal {g.name!r}", _with(tp, tp.subgoals[:k] + tp.subgoals[k + 1:]))
+            for k, g in enumerate(tp.subgoals[:-1])]
+
+
+def candidates(tp: TrainingProgram, episodes: Sequence[Any]) -> list[Candidate]:
+    """Every single-step repair of `tp`, most conservative first."""
+    return [_latch(tp), *_reorder(tp, episodes), *_flips(tp), *_drops(tp)]
+
+
+def _score(tp: TrainingProgram, episodes: Sequence[Any]) -> tuple[float, float] | None:
+    """(agreement, −share of ties): ties count as agreeing, so among equals prefer the potential that
+    moves (a flat Φ agrees trivially)."""
+    if check_training(tp):
+        return None
+    try:
+        r = agreement_report(tp, episodes)
+    except (ExprError, ValueError, RuntimeError):
+        return None
+    return r.agreement, -r.ties / max(r.pairs, 1)
+
+
+def refine(tp: TrainingProgram, evidence: Evidence, rewriter: Rewriter | None = None,
+           max_steps: int = 4) -> TrainingProgram:
+    """`tp` itself if it meets the threshold (or nothing helps), else the best program found: each step
+    takes the repair that raises (agreement, −ties) most, while one does, up to `max_steps`."""
+    before = agreement_report(tp, evidence.episodes)
+    if before.agreement >= evidence.threshold:
+        return tp
+    best, score, notes = tp, (before.agreement, -before.ties / max(before.pairs, 1)), []
+    if rewriter is not None:
+        proposal = rewriter(tp, evidence, before)
+        s = _score(proposal, evidence.episodes)
+        if s is not None and s > score:
+            best, score = proposal, s
+            notes.append("rewritten by the rewriter")
+    for _ in range(max_steps):  # keep improving past the threshold while a repair helps
+        scored = [(s, note, c) for note, c in candidates(best, evidence.episodes)
+                  if (s := _score(c, evidence.episodes)) is not None]
+        if not scored:
+            break
+        s, note, cand = max(scored, key=lambda t: t[0])  # max keeps the first of equals: least drastic
+        if s <= score:
+            break
+        best, score = cand, s
+        notes.append(note)
+    if best is tp:
+        return tp
+    text = (f"refined from {tp.hash8} ({'; '.join(notes)}); agreement {before.agreement:.3f} → "
+            f"{score[0]:.3f} on {len(evidence.episodes)} demos")
+    return TrainingProgram.model_validate({**best.model_dump(exclude={"id"}), "parent_id": tp.id,
+                                           "diagnosis": text, "round": tp.round, "mode_id": tp.mode_id})

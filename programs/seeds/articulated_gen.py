@@ -1,0 +1,108 @@
+"""Seed generation program: articulated — open or close one drawer of a two-drawer cabinet, or a hinged
+cabinet door.
+
+Mirrors `sim.families.articulated.Articulated.make_scene` and is self-contained (it imports only numpy
+and `sim.scene`), so the sandbox can run it on its own; the fixture's default width and depth are
+copied from `sim.fixtures.DEFAULTS`. `FACTORS` declares the factor schema; the loader reads it as a
+literal, the caller samples values from it and passes them to `generate` by name. `rng` is unused.
+"""
+
+import numpy as np
+
+from sim.scene import FixtureSpec, Predicate, SceneSpec
+
+FAMILY = "articulated"
+FACTORS = (
+    {"name": "target", "group": "task", "type": "choice", "default": "drawer0",
+     "choices": ("drawer0", "drawer1", "door"),
+     "doc": "which joint: a drawer of the cabinet or the hinged door"},
+    {"name": "action", "group": "task", "type": "choice", "default": "open", "choices": ("open", "close"),
+     "doc": "open it, or close it (then it starts partly open)"},
+    {"name": "template", "group": "task", "type": "int", "default": 0, "range": (0.0, 2.0),
+     "ood_range": (0.0, 2.0), "doc": "instruction template; OOD uses paraphrases"},
+    {"name": "paraphrase", "group": "task", "type": "choice", "default": False, "choices": (False,),
+     "ood_choices": (True,), "doc": "use a paraphrased (unseen) instruction"},
+    {"name": "fix_x", "group": "spatial", "type": "float", "default": 0.12, "range": (0.09, 0.16),
+     "ood_range": (0.09, 0.2), "doc": "fixture centre x (m); its front faces the robot"},
+    {"name": "fix_y", "group": "spatial", "type": "float", "default": 0.0, "range": (-0.06, 0.06),
+     "ood_range": (-0.12, 0.12)},
+    {"name": "fix_yaw", "group": "spatial", "type": "float", "default": 0.0, "range": (-0.2, 0.2),
+     "ood_range": (-0.4, 0.4)},
+    {"name": "init_frac", "group": "spatial", "type": "float", "default": 0.7, "range": (0.5, 0.9),
+     "ood_range": (0.35, 1.0), "doc": "initial open fraction for close tasks (open tasks start closed)"},
+    {"name": "color", "group": "attribute", "type": "choice", "default": "wood",
+     "choices": ("wood", "white", "blue"), "ood_choices": ("black", "green", "yellow")},
+    {"name": "scale", "group": "attribute", "type": "float", "default": 1.0, "range": (0.92, 1.08),
+     "ood_range": (0.82, 1.16), "doc": "width and depth relative to the default fixture"},
+    {"name": "height", "group": "attribute", "type": "float", "default": 0.16, "range": (0.15, 0.18),
+     "ood_range": (0.13, 0.2), "doc": "fixture height (m)"},
+    {"name": "standoff", "group": "attribute", "type": "float", "default": 0.055, "range": (0.05, 0.06),
+     "ood_range": (0.046, 0.066), "doc": "how far the handle bar stands off the front (m)"},
+)
+OPENED, CLOSED = 0.75, 0.1  # goal thresholds (open fraction)
+# target → (fixture kind / name, joint, what the instruction calls it)
+TARGETS = {"drawer0": ("cabinet", "drawer0", "right drawer"),
+           "drawer1": ("cabinet", "drawer1", "left drawer"),
+           "door": ("door", "door", "door")}
+BASE_SIZE = {"cabinet": (0.44, 0.28), "door": (0.26, 0.22)}  # default (width, depth) per fixture kind (m)
+TEMPLATES = ("{verb} the {what}", "{verb} the {what} of the {color} cabinet", "please {verb} the {what}")
+PARAPHRASES = {
+    "open": ("pull the {what} open", "the {what} should end up open", "get the {what} open all the way"),
+    "close": ("push the {what} shut", "the {what} should end up closed",
+              "make sure the {what} isn't left open"),
+}
+FIXTURE_COLORS = {"wood": (0.55, 0.4, 0.3, 1.0), "white": (0.92, 0.92, 0.92, 1), "blue": (0.15, 0.3, 0.85, 1),
+                  "black": (0.1, 0.1, 0.1, 1), "green": (0.15, 0.7, 0.2, 1), "yellow": (0.95, 0.85, 0.1, 1)}
+
+
+def _values(factors: dict) -> dict:
+    """Defaults from the schema, overridden by the given factors (unknown names are an error)."""
+    v = {f["name"]: f["default"] for f in FACTORS}
+    unknown = sorted(set(factors) - set(v))
+    if unknown:
+        raise ValueError(f"unknown factors {unknown}; known: {sorted(v)}")
+    v.update(factors)
+    return v
+
+
+def _fill(template: str, **words: str) -> str:
+    """`template` with each {name} replaced by its word (the sandbox does not offer str.format)."""
+    for name, word in words.items():
+        template = template.replace("{" + name + "}", word)
+    return template
+
+
+def _grouped(v: dict) -> dict:
+    out = {"task": {}, "spatial": {}, "attribute": {}}
+    for f in FACTORS:
+        out[f["group"]][f["name"]] = v[f["name"]]
+    return out
+
+
+def _fixture(v: dict) -> FixtureSpec:
+    kind, joint, _ = TARGETS[v["target"]]
+    width, depth = BASE_SIZE[kind]
+    params = {"width": width * v["scale"], "depth": depth * v["scale"], "height": v["height"],
+              "handle_standoff": v["standoff"]}
+    init = {joint: float(v["init_frac"])} if v["action"] == "close" else {}
+    return FixtureSpec(name=kind, kind=kind, pos=(v["fix_x"], v["fix_y"]), yaw=v["fix_yaw"],
+                       rgba=FIXTURE_COLORS[v["color"]], params=params, init=init)
+
+
+def _instruction(v: dict) -> str:
+    what = TARGETS[v["target"]][2]
+    i = int(v["template"]) % 3
+    if v["paraphrase"]:
+        return _fill(PARAPHRASES[v["action"]][i], what=what)
+    return _fill(TEMPLATES[i], verb=v["action"], what=what, color=v["color"])
+
+
+def generate(rng: np.random.Generator, **factors) -> SceneSpec:
+    """One scene: the fixture in front of the robot; open it (starts closed) or close it (starts open)."""
+    v = _values(factors)
+    f = _fixture(v)
+    joint = f"{f.name}/{TARGETS[v['target']][1]}"
+    goal = (Predicate(fn="opened", args=(joint, OPENED)) if v["action"] == "open"
+            else Predicate(fn="closed", args=(joint, CLOSED)))
+    return SceneSpec(family=FAMILY, instruction=_instruction(v), objects=(), fixtures=(f,), goal=(goal,),
+                     factors=_grouped(v), max_steps=300)

@@ -1,0 +1,113 @@
+"""Seed generation program: pick-place — put a graspable object onto a plate.
+
+Mirrors `sim.families.pick_place.PickPlace.make_scene` and is self-contained (it imports only numpy and
+`sim.scene`), so the sandbox can run it on its own. `FACTORS` declares the factor schema; the loader
+reads it as a literal, the caller samples values from it and passes them to `generate` by name.
+Placement comes entirely from the factors, so `rng` is unused here.
+"""
+
+import numpy as np
+
+from sim.scene import ObjectSpec, Predicate, SceneSpec
+
+FAMILY = "pick_place"
+FACTORS = (
+    {"name": "target", "group": "task", "type": "choice", "default": "plate", "choices": ("plate",),
+     "ood_choices": ("yellow_plate", "big_plate"), "doc": "destination object"},
+    {"name": "template", "group": "task", "type": "int", "default": 0, "range": (0.0, 2.0),
+     "ood_range": (0.0, 2.0), "doc": "instruction template; OOD uses paraphrases"},
+    {"name": "paraphrase", "group": "task", "type": "choice", "default": False, "choices": (False,),
+     "ood_choices": (True,), "doc": "use a paraphrased (unseen) instruction"},
+    {"name": "obj_x", "group": "spatial", "type": "float", "default": 0.05, "range": (-0.04, 0.12),
+     "ood_range": (-0.1, 0.2)},
+    {"name": "obj_y", "group": "spatial", "type": "float", "default": -0.12, "range": (-0.2, -0.06),
+     "ood_range": (-0.28, -0.02)},
+    {"name": "target_x", "group": "spatial", "type": "float", "default": 0.05, "range": (-0.04, 0.12),
+     "ood_range": (-0.1, 0.2)},
+    {"name": "target_y", "group": "spatial", "type": "float", "default": 0.12, "range": (0.06, 0.2),
+     "ood_range": (0.0, 0.28),
+     "doc": "target y; pushed further +y when it would overlap the object (only happens out of "
+            "distribution)"},
+    {"name": "obj_yaw", "group": "spatial", "type": "float", "default": 0.0, "range": (-0.6, 0.6),
+     "ood_range": (-1.5, 1.5)},
+    {"name": "shape", "group": "attribute", "type": "choice", "default": "cube",
+     "choices": ("cube", "cylinder"), "ood_choices": ("block", "tall_cylinder")},
+    {"name": "size", "group": "attribute", "type": "float", "default": 0.02, "range": (0.018, 0.024),
+     "ood_range": (0.014, 0.028), "doc": "half width of the object (m)"},
+    {"name": "color", "group": "attribute", "type": "choice", "default": "red",
+     "choices": ("red", "green", "blue"), "ood_choices": ("yellow", "purple", "orange")},
+    {"name": "mass", "group": "attribute", "type": "float", "default": 0.1, "range": (0.05, 0.2),
+     "ood_range": (0.05, 0.4)},
+    {"name": "friction", "group": "attribute", "type": "float", "default": 1.0, "range": (0.8, 1.2),
+     "ood_range": (0.5, 1.2)},
+)
+COLORS = {"red": (0.85, 0.15, 0.12, 1), "green": (0.15, 0.7, 0.2, 1), "blue": (0.15, 0.3, 0.85, 1),
+          "yellow": (0.95, 0.85, 0.1, 1), "purple": (0.55, 0.2, 0.7, 1), "orange": (0.95, 0.5, 0.1, 1)}
+# shape → (kind, (x, y, z) multipliers of the size factor)
+PICKABLE = {"cube": ("box", (1.0, 1.0, 1.0)), "cylinder": ("cylinder", (1.0, 1.2, 0.0)),
+            "block": ("box", (1.6, 0.8, 1.0)), "tall_cylinder": ("cylinder", (0.85, 1.9, 0.0))}
+OBJECT_WORDS = {"cube": "cube", "cylinder": "can", "block": "block", "tall_cylinder": "bottle"}
+TEMPLATES = ("put the {obj} on the {tgt}", "place the {obj} onto the {tgt}",
+             "pick up the {obj} and set it on the {tgt}")
+PARAPHRASES = ("could you move the {obj} so it sits on the {tgt}", "the {tgt} needs the {obj} on it",
+               "grab the {obj}, then leave it resting on top of the {tgt}")
+TARGETS = {"plate": ("plate", 1.0), "yellow_plate": ("yellow_plate", 1.0), "big_plate": ("plate", 1.25)}
+PLATE_RADIUS = 0.069  # LIBERO plate at scale 1 (m)
+
+
+def _values(factors: dict) -> dict:
+    """Defaults from the schema, overridden by the given factors (unknown names are an error)."""
+    v = {f["name"]: f["default"] for f in FACTORS}
+    unknown = sorted(set(factors) - set(v))
+    if unknown:
+        raise ValueError(f"unknown factors {unknown}; known: {sorted(v)}")
+    v.update(factors)
+    return v
+
+
+def _fill(template: str, **words: str) -> str:
+    """`template` with each {name} replaced by its word (the sandbox does not offer str.format)."""
+    for name, word in words.items():
+        template = template.replace("{" + name + "}", word)
+    return template
+
+
+def _grouped(v: dict) -> dict:
+    out = {"task": {}, "spatial": {}, "attribute": {}}
+    for f in FACTORS:
+        out[f["group"]][f["name"]] = v[f["name"]]
+    return out
+
+
+def _pickable(name: str, v: dict) -> ObjectSpec:
+    kind, (mx, my, mz) = PICKABLE[v["shape"]]
+    size = v["size"]
+    return ObjectSpec(name=name, kind=kind, category=OBJECT_WORDS[v["shape"]],
+                      size=(size * mx, size * my, size * mz), rgba=COLORS[v["color"]], mass=v["mass"],
+                      friction=v["friction"], pos=(float(v["obj_x"]), float(v["obj_y"])),
+                      yaw=float(v["obj_yaw"]))
+
+
+def _separate(obj: ObjectSpec, target_xy: tuple, target_radius: float) -> tuple:
+    """Push the target along +y until it clears the object by 2 cm (only needed out of distribution,
+    where the y ranges may overlap)."""
+    r_obj = float(np.hypot(obj.size[0], obj.size[1] if obj.kind == "box" else obj.size[0]))
+    need = r_obj + target_radius + 0.02
+    dx = target_xy[0] - obj.pos[0]
+    dy_min = float(np.sqrt(max(need**2 - dx**2, 0.0)))
+    return float(target_xy[0]), float(max(target_xy[1], obj.pos[1] + dy_min))
+
+
+def generate(rng: np.random.Generator, **factors) -> SceneSpec:
+    """One pick-place scene: the object on the robot's right, the plate on its left."""
+    v = _values(factors)
+    obj = _pickable("object", v)
+    asset, scale = TARGETS[v["target"]]
+    pos = _separate(obj, (v["target_x"], v["target_y"]), PLATE_RADIUS * scale)
+    tgt = ObjectSpec(name="target", kind="mesh", asset=asset, category="plate", size=(scale, 1, 1), mass=0.3,
+                     pos=pos)
+    words = (PARAPHRASES if v["paraphrase"] else TEMPLATES)[int(v["template"]) % 3]
+    text = _fill(words, obj=f"{v['color']} {OBJECT_WORDS[v['shape']]}", tgt=v["target"].replace("_", " "))
+    goal = Predicate(fn="on", args=("object", "target"))
+    return SceneSpec(family=FAMILY, instruction=text, objects=(obj, tgt), goal=(goal,), factors=_grouped(v),
+                     max_steps=200)

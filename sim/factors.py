@@ -1,0 +1,83 @@
+"""Scene factors: the editable parameters of a task family, with in-distribution and wider
+out-of-distribution ranges. Light (pydantic + numpy only), so programs and the sandbox can use it without
+importing MuJoCo."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from sim.scene import FactorGroup
+
+FactorValues = dict[FactorGroup, dict[str, Any]]
+
+COLORS: dict[str, tuple[float, float, float, float]] = {
+    "red": (0.85, 0.15, 0.12, 1),
+    "green": (0.15, 0.7, 0.2, 1),
+    "blue": (0.15, 0.3, 0.85, 1),
+    "yellow": (0.95, 0.85, 0.1, 1),
+    "purple": (0.55, 0.2, 0.7, 1),
+    "orange": (0.95, 0.5, 0.1, 1),
+    "white": (0.92, 0.92, 0.92, 1),
+    "black": (0.1, 0.1, 0.1, 1),
+}
+
+
+class FactorDef(BaseModel):
+    """One editable scene factor. Floats/ints have `range` (in distribution) and `ood_range` (the wider
+    range; OOD samples come from the part of it outside `range`); choices have `choices` and
+    `ood_choices` (unseen values)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    group: FactorGroup
+    type: Literal["float", "int", "choice"]
+    default: Any
+    range: tuple[float, float] | None = None
+    ood_range: tuple[float, float] | None = None
+    choices: tuple[Any, ...] | None = None
+    ood_choices: tuple[Any, ...] | None = None
+    doc: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> FactorDef:
+        if self.type == "choice":
+            if not self.choices:
+                raise ValueError(f"factor {self.name!r}: a choice factor needs `choices`")
+        elif self.range is None or self.range[0] > self.range[1]:
+            raise ValueError(f"factor {self.name!r}: needs a `range` with lo <= hi")
+        wider = (
+            self.ood_range is None
+            or self.range is None
+            or (self.ood_range[0] <= self.range[0] and self.ood_range[1] >= self.range[1])
+        )
+        if not wider:
+            raise ValueError(f"factor {self.name!r}: ood_range must contain range")
+        return self
+
+    @property
+    def has_ood(self) -> bool:
+        return bool(self.ood_choices) or (self.ood_range is not None and self.ood_range != self.range)
+
+    def sample(self, rng: np.random.Generator, ood: bool = False) -> Any:
+        if self.type == "choice":
+            pool = self.ood_choices if ood and self.ood_choices else self.choices
+            return pool[int(rng.integers(len(pool)))]
+        lo, hi = self.range
+        if ood and self.has_ood:
+            (olo, ohi) = self.ood_range
+            left, right = lo - olo, ohi - hi  # the two shells outside the in-distribution range
+            u = rng.uniform(0, left + right)
+            x = olo + u if u < left else hi + (u - left)
+        else:
+            x = rng.uniform(lo, hi)
+        return int(round(x)) if self.type == "int" else float(x)
+
+    def contains(self, value: Any, ood: bool = False) -> bool:
+        if self.type == "choice":
+            return value in (self.choices + (self.ood_choices or ()) if ood else self.choices)
+        lo, hi = self.ood_range if ood and self.ood_range else self.range
+        return lo - 1e-9 <= value <= hi + 1e-9

@@ -1,0 +1,81 @@
+"""Refinement: a training program that disagrees with the demonstrations is repaired deterministically,
+an optional rewriter is used only when it helps, and the result records its lineage."""
+
+from __future__ import annotations
+
+from programs.model import TrainingProgram
+from programs.potential import agreement
+from programs.refine import Evidence, candidates, refine
+from programs.seeds import seed_library
+
+_, SEED = seed_library()["pick_place"]
+
+
+def _variant(subgoals: list[dict]) -> TrainingProgram:
+    return TrainingProgram.model_validate({**SEED.model_dump(exclude={"id"}), "subgoals": subgoals})
+
+
+def _broken() -> TrainingProgram:
+    """The seed with two faults: "lift" moved first, and the last stage's progress running backwards."""
+    g = SEED.model_dump()["subgoals"]
+    last = {**g[4], "progress": "clip((bottom(object) - top(target)) / 0.15, 0, 1)"}
+    return _variant([g[2], g[0], g[1], g[3], last])
+
+
+def _non_cumulative() -> TrainingProgram:
+    """Plain stage tests that turn false again once the object is released."""
+    g = SEED.model_dump()["subgoals"]
+    dones = ["dist('ee', object) < 0.03", "grasped(object)", "grasped(object) and bottom(object) > 0.05",
+             "grasped(object) and xy_dist(object, target) < 0.03"]
+    return _variant([{**s, "done": d} for s, d in zip(g[:4], dones, strict=True)] + [g[4]])
+
+
+def test_good_program_is_returned_unchanged(demos):
+    assert refine(SEED, Evidence(demos("pick_place"))) is SEED
+
+
+def test_broken_program_is_repaired(demos):
+    episodes = demos("pick_place")
+    bad = _broken()
+    before = agreement(bad, episodes)
+    fixed = refine(bad, Evidence(episodes, threshold=0.95))
+    after = agreement(fixed, episodes)
+    assert before < 0.9 <= 0.95 <= after
+    assert fixed.parent_id == bad.id and "agreement" in fixed.diagnosis
+    assert [g.name for g in fixed.subgoals][:3] == ["reach", "grasp", "lift"]
+
+
+def test_latching_makes_dones_cumulative(demos):
+    episodes = demos("pick_place")
+    bad = _non_cumulative()
+    fixed = refine(bad, Evidence(episodes, threshold=0.99))
+    assert agreement(fixed, episodes) > agreement(bad, episodes)
+    assert "latched" in fixed.diagnosis
+    assert fixed.subgoals[-1] == bad.subgoals[-1]  # the verifier is never touched
+
+
+def test_candidates_keep_the_verifier_last():
+    for _, cand in candidates(_broken(), []):
+        assert cand.subgoals[-1].done == _broken().subgoals[-1].done
+        assert cand.parent_id == _broken().parent_id  # lineage is set once, on the final result
+
+
+def test_rewriter_is_used_when_it_helps_and_ignored_when_invalid(demos):
+    episodes = demos("pick_place")
+    seen = []
+
+    def good(tp, evidence, report):
+        seen.append(report.agreement)
+        return SEED
+
+    fixed = refine(_broken(), Evidence(episodes), rewriter=good)
+    assert seen and seen[0] < 0.9
+    assert "rewritten by the rewriter" in fixed.diagnosis and fixed.subgoals == SEED.subgoals
+
+    def invalid(tp, evidence, report):
+        g = tp.model_dump()["subgoals"]
+        g[0]["done"] = "open_the_pod_bay_doors()"
+        return _variant(g)
+
+    fixed = refine(_broken(), Evidence(episodes), rewriter=invalid)
+    assert "rewriter" not in fixed.diagnosis and agreement(fixed, episodes) >= 0.9
