@@ -27,11 +27,12 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-stamp=".venv/.coda-installed-$(cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)"
+stamp=".venv/.coda-installed-$(cat requirements.txt requirements-nodeps.txt pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing Python packages into .venv (first time: about a minute)"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r requirements.txt
+  .venv/bin/python -m pip install -q --no-deps -r requirements-nodeps.txt
   .venv/bin/python -m pip install -q --no-deps -e .
   rm -f .venv/.coda-installed-*
   touch "$stamp"

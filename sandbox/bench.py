@@ -1,0 +1,87 @@
+"""Benchmark: median per-program overhead of the sandbox for a trivial generation program.
+
+    python -m sandbox.bench [--preset default|smoke]
+
+warm: `pool.run` on an already started pool (static check, fork, isolate, run, validate) — target ≤ 50 ms.
+cold: start a one-worker pool and run one program (interpreter + numpy/pydantic import) — target ≤ 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import dataclass
+
+from sandbox.config import PoolConfig
+from sandbox.pool import SandboxPool
+from sim.registry import Registry
+
+TRIVIAL = '''
+from sim.scene import ObjectSpec, Predicate, SceneSpec
+
+def generate(rng, **factors):
+    x, y = rng.uniform(-0.1, 0.1, size=2)
+    cube = ObjectSpec(name="cube", kind="box", category="cube", size=(0.02, 0.02, 0.02),
+                      pos=(float(x), float(y)))
+    return SceneSpec(family="bench", instruction="lift the cube", objects=(cube,),
+                     goal=(Predicate(fn="lifted", args=("cube", 0.1)),))
+'''
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchConfig:
+    """How many runs to time."""
+
+    # Timed runs on a warm pool (after two untimed ones).
+    warm_runs: int = 100
+    # Cold starts (each starts and closes a one-worker pool).
+    cold_runs: int = 5
+
+
+PRESETS: Registry[BenchConfig] = Registry("sandbox bench preset")
+PRESETS.register("default", BenchConfig())
+PRESETS.register("smoke", BenchConfig(warm_runs=10, cold_runs=1))
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def bench(config: BenchConfig) -> dict[str, object]:
+    """Time warm and cold runs; returns milliseconds plus the isolation the workers achieved."""
+    cold: list[float] = []
+    for _ in range(config.cold_runs):
+        t0 = time.perf_counter()
+        with SandboxPool(PoolConfig(workers=1)) as pool:
+            assert pool.run(TRIVIAL, seed=0).ok
+            cold.append(time.perf_counter() - t0)
+    warm: list[float] = []
+    with SandboxPool(PoolConfig(workers=1)) as pool:
+        isolation = pool.isolation
+        for seed in range(config.warm_runs + 2):
+            t0 = time.perf_counter()
+            result = pool.run(TRIVIAL, seed=seed)
+            if seed >= 2:
+                warm.append(time.perf_counter() - t0)
+            assert result.ok, result.error
+    return {"warm_median_ms": round(1e3 * statistics.median(warm), 1),
+            "warm_p90_ms": round(1e3 * _quantile(warm, 0.9), 1), "warm_runs": len(warm),
+            "cold_median_ms": round(1e3 * statistics.median(cold), 1), "cold_runs": len(cold),
+            "isolation": isolation}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m sandbox.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="default", help="default or smoke")
+    args = parser.parse_args(argv)
+    report = bench(PRESETS.get(args.preset))
+    print(json.dumps(report, indent=2))
+    print(f"warm median {report['warm_median_ms']} ms (target <= 50), "
+          f"cold median {report['cold_median_ms']} ms (target <= 1000)")
+
+
+if __name__ == "__main__":
+    main()
