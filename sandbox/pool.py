@@ -218,7 +218,9 @@ class SandboxPool:
             worker, result = self._run_on(worker, request, limits)
         finally:
             self._idle.put(worker)
-        return result.model_copy(update={"duration_s": time.monotonic() - started})
+        # the program never sees the scene seed (it gets an rng); stamp it so scenes stay reproducible
+        scenes = [sc.model_copy(update={"seed": int(seed)}) for sc in result.scenes]
+        return result.model_copy(update={"duration_s": time.monotonic() - started, "scenes": scenes})
 
     def run_many(self, tasks: Iterable[SandboxTask]) -> list[SandboxResult]:
         """Run tasks concurrently on all workers; results come back in task order."""
