@@ -29,11 +29,13 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=".venv/.coda-installed-$(cat requirements.txt requirements-nodeps.txt pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  echo "setup: installing Python packages into .venv (first time: about a minute)"
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -r requirements.txt
-  .venv/bin/python -m pip install -q --no-deps -r requirements-nodeps.txt
-  .venv/bin/python -m pip install -q --no-deps -e .
+  echo "setup: installing Python packages into .venv (first time: a few minutes)"
+  # this machine's pip config lists local index folders that may not exist; its warnings are noise
+  pipq() { .venv/bin/python -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
+  pipq --upgrade pip
+  pipq -r requirements.txt
+  pipq --no-deps -r requirements-nodeps.txt
+  pipq --no-deps -e .
   rm -f .venv/.coda-installed-*
   touch "$stamp"
 fi
