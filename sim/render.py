@@ -8,7 +8,7 @@ does not matter. Sites and doubled geometry (collision hulls under visual meshes
 Cost per 128×128 frame (scene update + draw + read back), from `.venv/bin/python -m sim.render`:
 pick_place default scene, best of 5×50 frames, EGL on Mesa llvmpipe, 2 CPU cores shared with other jobs
 (load ~4): `detail="fast"` (default) front 3.1, top 2.7, wrist 2.0 ms; `detail="full"` 11.5, 11.4, 7.7 ms.
-Making a `Renderer` costs ~0.9 s, mostly uploading the LIBERO plate's 4096² texture: reuse one.
+Making a `Renderer` costs a few hundred ms (GL context, mesh and texture upload): reuse one.
 """
 
 from __future__ import annotations
