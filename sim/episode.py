@@ -115,7 +115,8 @@ class Episode:
         layout = StateLayout.from_json(meta["layout"])
         with np.load(path.with_suffix(".npz")) as z:
             n = len(z["state_steps"])
-            states = [WorldState.from_arrays(layout, {k: z[f"s_{k}"][i] for k in DYNAMIC}) for i in range(n)]
+            arrays = {k: z[f"s_{k}"] for k in DYNAMIC}  # each z[...] decompresses: read every array once
+            states = [WorldState.from_arrays(layout, {k: v[i] for k, v in arrays.items()}) for i in range(n)]
             return cls(
                 scene=SceneSpec.model_validate(meta["scene"]),
                 actions=z["actions"],
