@@ -1,1 +1,38 @@
-"""CoDA `coda_policy` package (see DESIGN.md §2)."""
+"""CoDA `coda_policy`: the action policy (object tokens → transformer → flow-matching action chunks), its
+features, data, supervised training and closed-loop evaluation (see DESIGN.md §2 and §4).
+
+Names load lazily so that `import coda_policy` does not pull in torch or MuJoCo.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "ObjectTokenConfig": "coda_policy.configuration_object_token",
+    "ObjectTokenPolicy": "coda_policy.modeling_object_token",
+    "POLICIES": "coda_policy.registry",
+    "CONFIGS": "coda_policy.registry",
+    "make_policy": "coda_policy.registry",
+    "make_config": "coda_policy.registry",
+    "load_policy": "coda_policy.registry",
+    "policy_names": "coda_policy.registry",
+    "TextEmbedder": "coda_policy.text",
+    "featurize": "coda_policy.features",
+    "collate": "coda_policy.features",
+    "NormStats": "coda_policy.normalize",
+    "ChunkDataset": "coda_policy.dataset",
+    "ChunkRef": "coda_policy.dataset",
+    "load_episodes": "coda_policy.dataset",
+    "evaluate": "coda_policy.evaluate",
+    "CheckpointPolicy": "coda_policy.evaluate",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'coda_policy' has no attribute {name!r}")

@@ -1,1 +1,29 @@
-"""CoDA `memory` package (see DESIGN.md §2)."""
+"""CoDA memory (DESIGN §2, §5 step 7): episodic evidence, semantic difficulty modes and procedural
+programs in a Chroma store under the run directory, plus the learning-progress ledger that allocates each
+round's generation budget.
+
+Names load on first use, so `from memory import Diagnosis` does not import Chroma or torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    **dict.fromkeys(("Diagnosis", "Verdict", "EpisodeRecord", "DifficultyMode", "ProgramEntry",
+                     "ProgressPoint", "edit_side"), "memory.types"),
+    **dict.fromkeys(("Ledger", "AllocationConfig", "allocate", "allocate_family", "arm_scores",
+                     "smoothed_alp"), "memory.ledger"),
+    "Memory": "memory.store", "MemoryConfig": "memory.store",
+    "MiniLMEmbeddingFunction": "memory.embedding",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memory' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,269 @@
+"""Advantage-weighted flow matching (DESIGN §4): the chunk critic scores each (s_t, A_t) of rollouts and
+demonstrations, Â = Q(s, A) − V(s) is normalised to zero mean and unit std over the data, and the policy's
+flow-matching loss is weighted per sample by w = clip(exp(Â/τ), 0, w_max).
+
+Also here: the table of chunk inputs the critic and the update share, and `QSelectPolicy`, the
+`frozen_actor` ablation (no policy update; at each decision the critic picks the best of K sampled chunks).
+The potential and the critic are training-time only: a deployed, updated policy uses neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from coda_policy.critic import ChunkCritic, CriticConfig, CriticData, fit_critic
+from coda_policy.features import collate, featurize
+from coda_policy.shaping import ChunkBatch
+from sim.episode import Episode, Observation
+
+POLICY_INPUTS = ("robot", "objects", "object_mask", "text")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AWRConfig:
+    """The weighted policy update."""
+
+    # temperature τ on normalised advantages
+    tau: float = 1.0
+    # weight ceiling w_max
+    w_max: float = 20.0
+    # optimiser steps of the weighted update
+    steps: int = 300
+    # samples per step
+    batch_size: int = 128
+    # AdamW learning rate (below SFT's: this fine-tunes)
+    lr: float = 1e-4
+    # AdamW weight decay
+    weight_decay: float = 1e-4
+    # share of every minibatch drawn from demonstration chunks (the rest from rollouts); both weighted
+    demo_fraction: float = 0.5
+    # gradient-norm clip
+    grad_clip: float = 1.0
+    # minibatch sampling seed
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.tau <= 0 or self.w_max <= 0:
+            raise ValueError(f"tau and w_max must be > 0, got {self.tau}, {self.w_max}")
+        if not 0.0 <= self.demo_fraction <= 1.0:
+            raise ValueError(f"demo_fraction must be in [0, 1], got {self.demo_fraction}")
+
+
+# ---- the math --------------------------------------------------------------------------------------
+def normalise(adv: Tensor, eps: float = 1e-8) -> Tensor:
+    """Zero mean, unit std over the given set (a constant set maps to zeros)."""
+    return (adv - adv.mean()) / (adv.std(unbiased=False) + eps)
+
+
+def awr_weights(adv_norm: Tensor, tau: float, w_max: float) -> Tensor:
+    """w = clip(exp(Â/τ), 0, w_max): non-negative, bounded, non-decreasing in Â."""
+    return torch.exp(torch.clamp(adv_norm / tau, max=float(np.log(w_max)) + 1.0)).clamp(0.0, w_max)
+
+
+# ---- inputs of every chunk -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ChunkTable:
+    """Policy inputs at every chunk's start and end state, beside the shaped chunks themselves."""
+
+    chunks: ChunkBatch
+    inputs: dict[str, Tensor]  # collated features at s_t, plus "actions" (N, h, 7) raw
+    next_inputs: dict[str, Tensor]  # collated features at s_{t+n}
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+
+def build_table(episodes: Sequence[Episode], chunks: ChunkBatch, embedder: Any) -> ChunkTable:
+    """Featurise each chunk's endpoints once (a state shared by two chunks is featurised once)."""
+    cache: dict[tuple[int, int], dict[str, np.ndarray]] = {}
+
+    def feats(e: int, i: int) -> dict[str, np.ndarray]:
+        if (e, i) not in cache:
+            ep = episodes[e]
+            cache[(e, i)] = featurize(ep.states[i], ep.scene.instruction, ep.scene, embedder)
+        return cache[(e, i)]
+
+    starts = [feats(int(e), int(t)) for e, t in zip(chunks.episode, chunks.start, strict=True)]
+    ends = [feats(int(e), int(t)) for e, t in zip(chunks.episode, chunks.end, strict=True)]
+    inputs = collate(starts)
+    inputs["actions"] = torch.as_tensor(chunks.actions, dtype=torch.float32)
+    return ChunkTable(chunks, inputs, collate(ends))
+
+
+def _rows(batch: dict[str, Tensor], idx: Tensor, keys: Sequence[str] = POLICY_INPUTS) -> dict[str, Tensor]:
+    return {k: batch[k][idx] for k in keys}
+
+
+@torch.no_grad()
+def pooled_features(policy: Any, inputs: dict[str, Tensor], batch_size: int = 512) -> Tensor:
+    """The encoder's pooled features (N, d), detached, with the policy in eval mode."""
+    was = policy.training
+    policy.eval()
+    n = len(inputs["robot"])
+    out = [policy.encode(_rows(inputs, torch.arange(i, min(i + batch_size, n))))[2]
+           for i in range(0, n, batch_size)]
+    policy.train(was)
+    return torch.cat(out).detach()
+
+
+def norm_actions(policy: Any, actions: Tensor) -> Tensor:
+    """Actions in the policy's normalised space (what the critic sees)."""
+    with torch.no_grad():
+        return policy.normalizer.norm("actions", actions)
+
+
+def fit_table_critic(policy: Any, table: ChunkTable, cfg: CriticConfig, log_every: int = 0,
+                     log: Any = print) -> tuple[ChunkCritic, dict[str, float], Tensor]:
+    """A fresh critic fitted on the table's shaped returns; also returns the pooled features of s_t."""
+    feats, next_feats = pooled_features(policy, table.inputs), pooled_features(policy, table.next_inputs)
+    c = table.chunks
+    f32 = lambda x: torch.as_tensor(x, dtype=torch.float32)  # noqa: E731
+    data = CriticData(feats, norm_actions(policy, table.inputs["actions"]), next_feats, f32(c.ret),
+                      f32(c.discount), f32(c.bootstrap))
+    critic = ChunkCritic(feats.shape[1], c.actions.shape[1], c.actions.shape[2], cfg)
+    metrics = fit_critic(critic, data, log_every=log_every, log=log)
+    return critic, metrics, feats
+
+
+@torch.no_grad()
+def advantage_weights(critic: ChunkCritic, feats: Tensor, actions_norm: Tensor,
+                      cfg: AWRConfig) -> tuple[Tensor, dict[str, float]]:
+    """Weights of every chunk from normalised advantages, and their statistics."""
+    adv = critic.q(feats, actions_norm) - critic.v(feats)
+    w = awr_weights(normalise(adv), cfg.tau, cfg.w_max)
+    return w, {"adv_mean": float(adv.mean()), "adv_std": float(adv.std()), "w_mean": float(w.mean()),
+               "w_max": float(w.max()), "w_min": float(w.min()),
+               "w_at_cap": float((w >= cfg.w_max - 1e-6).float().mean())}
+
+
+def _minibatch(gen: torch.Generator, demo: Tensor, roll: Tensor, cfg: AWRConfig) -> Tensor:
+    n_demo = round(cfg.batch_size * cfg.demo_fraction) if len(roll) else cfg.batch_size
+    n_demo = n_demo if len(demo) else 0
+    parts = [demo[torch.randint(len(demo), (n_demo,), generator=gen)]] if n_demo else []
+    if cfg.batch_size - n_demo:
+        parts.append(roll[torch.randint(len(roll), (cfg.batch_size - n_demo,), generator=gen)])
+    return torch.cat(parts)
+
+
+def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRConfig,
+                    on_step: Any = None) -> dict[str, float]:
+    """`cfg.steps` AdamW steps of `policy.forward(batch, weights=w)` on minibatches mixing demonstration
+    and rollout chunks; the policy is left in eval mode."""
+    demo_mask = torch.as_tensor(table.chunks.demo)
+    demo, roll = torch.nonzero(demo_mask).squeeze(1), torch.nonzero(~demo_mask).squeeze(1)
+    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    policy.train()
+    keys = (*POLICY_INPUTS, "actions")
+    losses = []
+    for step in range(cfg.steps):
+        idx = _minibatch(gen, demo, roll, cfg)
+        loss, m = policy(_rows(table.inputs, idx, keys), weights=weights[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
+        opt.step()
+        losses.append(m["flow_mse"])
+        if on_step:
+            on_step(step, m)
+    policy.eval()
+    return {"flow_mse_first": float(np.mean(losses[:20])), "flow_mse_last": float(np.mean(losses[-20:]))}
+
+
+# ---- frozen actor ----------------------------------------------------------------------------------
+class QSelectPolicy:
+    """The `frozen_actor` ablation: the (unchanged) policy samples K chunks, the critic keeps the one with
+    the highest Q. Speaks the policy-callable interface (`bind(scene)` → `select_action`)."""
+
+    def __init__(self, policy: Any, critic: ChunkCritic, k: int = 8, seed: int = 0) -> None:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        self.policy, self.critic, self.k, self.seed = policy.eval(), critic.eval(), k, seed
+        self.reset()
+
+    def reset(self, scene: Any = None) -> None:
+        self.scene = scene
+        self.gen = torch.Generator().manual_seed(self.seed)
+
+    def bind(self, scene: Any) -> Any:
+        self.reset(scene)
+        return self.select_action
+
+    @torch.no_grad()
+    def choose(self, inputs: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """(best chunk (h, 7), Q of all K samples) for one collated observation."""
+        many = {k: v.expand(self.k, *v.shape[1:]) for k, v in inputs.items()}
+        chunks = self.policy.sample_actions(many, generator=self.gen)
+        pooled = self.policy.encode(inputs)[2].expand(self.k, -1)
+        q = self.critic.q(pooled, self.policy.normalizer.norm("actions", chunks))
+        return chunks[int(q.argmax())], q
+
+    def select_action(self, obs: Observation) -> np.ndarray:
+        feats = featurize(obs, spec=self.scene, embedder=self.policy.embedder)
+        best, _ = self.choose(collate([feats]))
+        return best[: self.policy.config.execute].numpy().astype(np.float64)
+
+
+# ---- policies for pool workers ---------------------------------------------------------------------
+_LOADED: dict[tuple, Any] = {}  # per process: (path, mtime, seed) → policy or critic
+_KEEP = 4  # loaded models kept per process
+
+
+def _cached(key: tuple, make: Any) -> Any:
+    if key not in _LOADED:
+        if len(_LOADED) >= _KEEP:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[key] = make()
+    return _LOADED[key]
+
+
+def load_seeded(path: str | Path, seed: int, fresh: bool = False) -> Any:
+    """A saved policy whose sampling noise is seeded with `seed` (its config's seed replaced); cached per
+    process unless `fresh` (a copy to train)."""
+    from coda_policy.registry import policy_class
+
+    def make() -> Any:
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        ckpt["config"] = {**ckpt["config"], "seed": int(seed)}
+        return policy_class(ckpt["config"]["type"]).from_checkpoint(ckpt)
+
+    return make() if fresh else _cached((str(path), Path(path).stat().st_mtime, int(seed)), make)
+
+
+@dataclass(frozen=True)
+class SeededPolicy:
+    """Picklable policy factory: a checkpoint with its sampling seed, bound to each scene."""
+
+    path: str
+    seed: int
+    # torch intra-op threads where the factory is called (pool workers: 1)
+    threads: int = 1
+
+    def __call__(self, scene: Any) -> Any:
+        torch.set_num_threads(self.threads)
+        return load_seeded(self.path, self.seed).bind(scene)
+
+
+@dataclass(frozen=True)
+class QSelectFactory:
+    """Picklable factory of the frozen-actor policy: SFT checkpoint + fitted critic, best of `k` by Q."""
+
+    path: str
+    critic_path: str
+    seed: int
+    k: int = 8
+    threads: int = 1
+
+    def __call__(self, scene: Any) -> Any:
+        torch.set_num_threads(self.threads)
+        critic = _cached((self.critic_path, Path(self.critic_path).stat().st_mtime),
+                         lambda: ChunkCritic.load(self.critic_path))
+        return QSelectPolicy(load_seeded(self.path, self.seed), critic, self.k, self.seed).bind(scene)

@@ -1,0 +1,61 @@
+"""Configuration of the default policy backend, `ObjectTokenPolicy` (registered as "object_token")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coda_policy.registry import register_config
+
+
+@register_config("object_token")
+@dataclass(frozen=True, kw_only=True)
+class ObjectTokenConfig:
+    """A small language-conditioned, action-chunking, flow-matching policy over object tokens."""
+
+    # registry name of the backend this config builds (`make_policy` dispatches on it)
+    type: str = "object_token"
+    # width of every token and of the action expert
+    d_model: int = 128
+    # transformer encoder layers over robot, instruction and object tokens
+    n_layers: int = 3
+    # action-expert (decoder) layers: action tokens attend to the encoder's tokens
+    n_decoder_layers: int = 2
+    # attention heads (must divide d_model)
+    n_heads: int = 4
+    # feed-forward width as a multiple of d_model
+    ff_mult: int = 2
+    # dropout inside the transformers (0 keeps sampling exactly reproducible in train mode too)
+    dropout: float = 0.0
+    # action chunk length h (steps predicted per call)
+    chunk: int = 8
+    # how many steps of a chunk `select_action` returns before re-planning (<= chunk)
+    execute: int = 8
+    # action dimension (Δpos 3, Δrot 3, gripper 1)
+    action_dim: int = 7
+    # most object / fixture tokens a scene may have (featurize raises beyond it)
+    max_objects: int = 16
+    # Euler integration steps of the flow when sampling
+    flow_steps: int = 10
+    # scale of the initial noise at sampling time (1 = the trained prior; < 1 is "low temperature")
+    noise_scale: float = 1.0
+    # AdamW learning rate (peak, after warm-up)
+    lr: float = 1e-3
+    # AdamW weight decay
+    weight_decay: float = 1e-4
+    # samples per optimiser step
+    batch_size: int = 256
+    # seed of parameter init and of `select_action`'s noise
+    seed: int = 0
+    # torch intra-op threads in the main process (pool workers use 1)
+    torch_threads: int = 2
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"n_heads={self.n_heads} must divide d_model={self.d_model}")
+        if not 1 <= self.execute <= self.chunk:
+            raise ValueError(f"execute={self.execute} must be in [1, chunk={self.chunk}]")
+        for name in ("d_model", "n_layers", "n_heads", "chunk", "flow_steps", "batch_size", "max_objects"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")

@@ -1,0 +1,201 @@
+"""`ObjectTokenPolicy`: robot, instruction and object tokens → a transformer encoder → a flow-matching action
+expert whose h action tokens attend to the encoder's tokens and predict the velocity of a rectified flow
+from noise (t = 0) to the normalised action chunk (t = 1).
+
+Batches are dicts of tensors as `features.collate` makes them; "actions" (B, h, 7) are raw environment
+actions in [-1, 1] and are normalised inside with the policy's own statistics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from coda_policy.configuration_object_token import ObjectTokenConfig
+from coda_policy.features import OBJ_DIM, ROBOT_DIM, collate, featurize
+from coda_policy.normalize import Normalizer, NormStats
+from coda_policy.text import DIM as TEXT_DIM
+from coda_policy.text import TextEmbedder, default_embedder
+
+if TYPE_CHECKING:
+    from sim.episode import Observation
+    from sim.scene import SceneSpec
+
+FORMAT = 1  # checkpoint layout version
+
+
+def _mlp(d_in: int, d: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(d_in, d), nn.GELU(), nn.Linear(d, d))
+
+
+def _time_embedding(t: Tensor, d: int) -> Tensor:
+    half = d // 2
+    freqs = torch.exp(-math.log(1000.0) * torch.arange(half, dtype=torch.float32) / half)
+    ang = t[:, None] * 1000.0 * freqs[None]
+    return torch.cat([ang.sin(), ang.cos()], dim=-1)
+
+
+class ObjectTokenPolicy(nn.Module):
+    """The default policy backend. See the module docstring for the data it speaks."""
+
+    config_class = ObjectTokenConfig
+
+    def __init__(self, config: ObjectTokenConfig, stats: NormStats | None = None) -> None:
+        super().__init__()
+        self.config = c = config
+        self.embedder: TextEmbedder = default_embedder()
+        with torch.random.fork_rng():
+            torch.manual_seed(c.seed)
+            self._build(c)
+        self.normalizer = Normalizer(stats or NormStats.identity(c.action_dim))
+        self._scene: SceneSpec | None = None
+        self._gen = torch.Generator().manual_seed(c.seed)
+
+    def _build(self, c: ObjectTokenConfig) -> None:
+        d = c.d_model
+
+        def layer(cls: type) -> nn.Module:
+            return cls(
+                d, c.n_heads, c.ff_mult * d, c.dropout, activation="gelu", batch_first=True, norm_first=True
+            )
+
+        self.robot_in, self.obj_in = _mlp(ROBOT_DIM, d), _mlp(OBJ_DIM, d)
+        self.text_in = nn.Linear(TEXT_DIM, d)
+        self.type_emb = nn.Embedding(4, d)  # readout, robot, text, object
+        self.readout = nn.Parameter(torch.zeros(1, 1, d))
+        self.encoder = nn.TransformerEncoder(
+            layer(nn.TransformerEncoderLayer), c.n_layers, enable_nested_tensor=False
+        )
+        self.enc_norm = nn.LayerNorm(d)
+        self.act_in = nn.Linear(c.action_dim, d)
+        self.act_pos = nn.Parameter(torch.randn(1, c.chunk, d) * 0.02)
+        self.time_in = _mlp(d, d)
+        self.cond_in = nn.Linear(d, d)
+        self.decoder = nn.TransformerDecoder(layer(nn.TransformerDecoderLayer), c.n_decoder_layers)
+        self.dec_norm = nn.LayerNorm(d)
+        self.act_out = nn.Linear(d, c.action_dim)
+
+    # ---- encoder ---------------------------------------------------------------------------------
+    def encode(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """(tokens (B, T, d), mask (B, T) True = real token, pooled (B, d) = the readout token)."""
+        nz = self.normalizer
+        robot = self.robot_in(nz.norm("robot", batch["robot"]))[:, None]
+        text = self.text_in(batch["text"])[:, None]
+        objs = self.obj_in(nz.norm("objects", batch["objects"]))
+        B, N = objs.shape[:2]
+        types = self.type_emb.weight
+        tokens = torch.cat(
+            [self.readout.expand(B, -1, -1) + types[0], robot + types[1], text + types[2], objs + types[3]],
+            dim=1,
+        )
+        mask = torch.cat([torch.ones(B, 3, dtype=torch.bool), batch["object_mask"].bool()], dim=1)
+        tokens = self.enc_norm(self.encoder(tokens, src_key_padding_mask=~mask))
+        return tokens, mask, tokens[:, 0]
+
+    def velocity(self, x: Tensor, t: Tensor, tokens: Tensor, mask: Tensor, pooled: Tensor) -> Tensor:
+        """Predicted flow velocity at noisy normalised chunk `x` (B, h, 7) and time `t` (B,)."""
+        cond = self.time_in(_time_embedding(t, self.config.d_model)) + self.cond_in(pooled)
+        h = self.act_in(x) + self.act_pos + cond[:, None]
+        h = self.decoder(h, tokens, memory_key_padding_mask=~mask)
+        return self.act_out(self.dec_norm(h))
+
+    # ---- training --------------------------------------------------------------------------------
+    def forward(
+        self, batch: dict[str, Tensor], weights: Tensor | None = None
+    ) -> tuple[Tensor, dict[str, float]]:
+        """Flow-matching loss on batch["actions"] (B, h, 7) (raw; normalised here): the mean over samples of
+        `weights * per-sample loss` (weights default to 1)."""
+        a = self.normalizer.norm("actions", batch["actions"])
+        B = a.shape[0]
+        tokens, mask, pooled = self.encode(batch)
+        noise = torch.randn_like(a)
+        t = torch.rand(B)
+        x = (1 - t[:, None, None]) * noise + t[:, None, None] * a
+        per = ((self.velocity(x, t, tokens, mask, pooled) - (a - noise)) ** 2).mean(dim=(1, 2))
+        w = torch.ones_like(per) if weights is None else weights.to(per).reshape(B)
+        loss = (w * per).mean()
+        metrics = {
+            "loss": float(loss.detach()),
+            "flow_mse": float(per.detach().mean()),
+            "weight_mean": float(w.mean()),
+            "weight_max": float(w.max()),
+        }
+        return loss, metrics
+
+    # ---- inference -------------------------------------------------------------------------------
+    @torch.no_grad()
+    def sample_actions(
+        self,
+        batch: dict[str, Tensor],
+        n_steps: int | None = None,
+        noise: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Integrate the flow (Euler, `n_steps` or config.flow_steps) → raw chunks (B, h, 7) in [-1, 1]."""
+        c = self.config
+        tokens, mask, pooled = self.encode(batch)
+        B = tokens.shape[0]
+        if noise is None:
+            noise = torch.randn(B, c.chunk, c.action_dim, generator=generator) * c.noise_scale
+        x, n = noise.clone(), n_steps or c.flow_steps
+        for i in range(n):
+            t = torch.full((B,), i / n)
+            x = x + self.velocity(x, t, tokens, mask, pooled) / n
+        return self.normalizer.denorm("actions", x).clamp(-1.0, 1.0)
+
+    def reset(self, scene: SceneSpec | None = None) -> None:
+        """Start an episode: remember its scene (colours, category words) and reseed the sampling noise."""
+        self._scene = scene
+        self._gen = torch.Generator().manual_seed(self.config.seed)
+
+    def select_action(self, obs: Observation) -> np.ndarray:
+        """One action chunk (config.execute, 7) for an observation, to be executed open loop."""
+        feats = featurize(obs, spec=self._scene, embedder=self.embedder)
+        was_training = self.training
+        self.eval()
+        chunk = self.sample_actions(collate([feats]), generator=self._gen)[0]
+        self.train(was_training)
+        return chunk[: self.config.execute].numpy().astype(np.float64)
+
+    def bind(self, scene: SceneSpec) -> Any:
+        """`reset(scene)` and return `select_action`, i.e. a `sim.episode.Policy` for that scene."""
+        self.reset(scene)
+        return self.select_action
+
+    # ---- persistence -----------------------------------------------------------------------------
+    def set_stats(self, stats: NormStats) -> None:
+        self.normalizer.set(stats)
+
+    def checkpoint(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "config": dataclasses.asdict(self.config),
+            "state_dict": {k: v.detach().clone() for k, v in self.state_dict().items()},
+        }
+
+    def save(self, path: str | Path) -> Path:
+        """Write config, weights and normalisation statistics to one file."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        torch.save(self.checkpoint(), tmp)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def from_checkpoint(cls, ckpt: dict[str, Any]) -> ObjectTokenPolicy:
+        if ckpt.get("format") != FORMAT:
+            raise ValueError(f"checkpoint format {ckpt.get('format')!r} is not {FORMAT}")
+        policy = cls(cls.config_class(**ckpt["config"]))
+        policy.load_state_dict(ckpt["state_dict"])
+        return policy.eval()
+
+    @classmethod
+    def load(cls, path: str | Path) -> ObjectTokenPolicy:
+        return cls.from_checkpoint(torch.load(path, map_location="cpu", weights_only=False))

@@ -1,0 +1,85 @@
+"""Policy backends by name. A config class registers under its `type`; the modeling module is found from
+that name and imported only when a policy is built, so a heavy backend (a later "pi05") costs nothing until
+it is used and callers never change."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Any, Protocol
+
+from sim.registry import Registry
+
+
+class PolicyBackend(Protocol):
+    """What every policy backend speaks (lerobot's three verbs plus save/load)."""
+
+    def forward(self, batch: dict[str, Any], weights: Any = None) -> tuple[Any, dict[str, float]]: ...
+
+    def select_action(self, obs: Any) -> Any: ...
+
+    def reset(self, scene: Any = None) -> None: ...
+
+    def save(self, path: Any) -> Any: ...
+
+
+# name → config class
+CONFIGS: Registry[type] = Registry("policy config")
+# name → "module:Class" of the modeling code (imported lazily)
+POLICIES: Registry[str] = Registry("policy backend")
+
+
+def register_config(name: str, modeling: str | None = None):
+    """Class decorator: register a config dataclass and where its modeling class lives."""
+
+    def deco(cls: type) -> type:
+        CONFIGS.register(name, cls)
+        POLICIES.register(name, modeling or f"coda_policy.modeling_{name}:{_camel(name)}Policy")
+        return cls
+
+    return deco
+
+
+def _camel(name: str) -> str:
+    return "".join(p.capitalize() for p in name.split("_"))
+
+
+def _load_builtin() -> None:
+    importlib.import_module("coda_policy.configuration_object_token")
+
+
+def policy_names() -> list[str]:
+    """Every registered backend."""
+    _load_builtin()
+    return POLICIES.names()
+
+
+def policy_class(name: str) -> type:
+    """The modeling class of backend `name` (imports it)."""
+    _load_builtin()
+    module, cls = POLICIES.get(name).split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_config(name: str, **overrides: Any) -> Any:
+    """A backend's config with field overrides; unknown fields raise with the known ones listed."""
+    _load_builtin()
+    cls = CONFIGS.get(name)
+    known = {f.name for f in dataclasses.fields(cls)}
+    bad = sorted(set(overrides) - known)
+    if bad:
+        raise TypeError(f"{name}: unknown config field(s) {bad}; known: {sorted(known)}")
+    return cls(**overrides)
+
+
+def make_policy(config: Any, stats: Any = None) -> Any:
+    """Build a fresh policy from its config (dispatch on `config.type`)."""
+    return policy_class(config.type)(config, stats)
+
+
+def load_policy(path: Any) -> Any:
+    """Load any saved policy: the checkpoint names its backend."""
+    import torch
+
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    return policy_class(ckpt["config"]["type"]).from_checkpoint(ckpt)
