@@ -1,0 +1,292 @@
+"""The critic: a failed episode → a `Diagnosis` (which factor, in which phase, why, and the targeted edit
+that should recreate the failure).
+
+    summary = summarize_failure(episode)                      # what both critics read
+    dx = diagnose(episode, program, None, critic="rules")     # the rules baseline (agents.critic_rules)
+    dx = diagnose(episode, program, llm, critic="llm")        # asks `critic_diagnose`, validates, retries
+
+The LLM's answer is checked against the generation program's factor schema and the family's phases; an
+unknown factor, a phase that does not exist or an edit outside the allowed range raises
+`AnswerError` (an `LLMOutputError`, problem "schema") whose `feedback()` is fed to the next attempt.
+After `CriticConfig.retries` retries the last error is raised; the graph reports the slot as failed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agents.critic_factors import reference_schema, scene_context
+from agents.critic_rules import HARD_SIDE, confidence, explain, rank_factors
+from agents.critic_summary import FailureSummary, summarize_failure
+from agents.llm.base import LLM, LLMOutputError
+from memory.types import Diagnosis, EditValue, edit_side
+from programs.model import GenerationProgram
+from sim.episode import Episode
+from sim.factors import FactorDef
+from sim.families.base import get_family
+
+PROMPT = "critic_diagnose"
+CriticKind = Literal["rules", "llm"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CriticConfig:
+    """How diagnoses are made and bounded."""
+
+    # allow edits into a factor's out-of-distribution range (off: edits stay within the family's ID range,
+    # so programs written from diagnoses never train on the held-out OOD values)
+    allow_ood: bool = False
+    # narrowest targeted edit of a number factor, as a share of its ID range (the edit runs from the
+    # failing value out to the range's end on its side, at most half the range wide)
+    band: float = 0.25
+    # extra attempts after an unusable LLM answer (each one sees the previous error)
+    retries: int = 2
+    # keyframe images passed to image-capable models
+    max_keyframes: int = 3
+    # token budget of one critic answer
+    max_tokens: int = 400
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.band <= 1.0:
+            raise ValueError(f"band must be in (0, 1], got {self.band}")
+        if self.retries < 0 or self.max_keyframes < 0:
+            raise ValueError("retries and max_keyframes must be >= 0")
+
+
+class DiagnosisOut(BaseModel):
+    """What the LLM critic answers (structured output)."""
+
+    factor: str = Field(description="name of the scene factor that most likely caused the failure")
+    phase: str = Field(description="phase in which the attempt failed, one of the listed phases")
+    explanation: str = Field(description="one or two sentences: how the factor made it fail, citing numbers")
+    value: float | str | bool | None = Field(
+        None, description="the factor value that should reproduce the failure (a number for number factors, "
+                          "one of the choices for choice factors); omit to use the failing scene's value")
+    confidence: float = Field(0.5, ge=0.0, le=1.0, description="how sure you are, 0 to 1")
+
+
+class AnswerError(LLMOutputError):
+    """An LLM answer that parsed but names something the program or family does not have."""
+
+    def __init__(self, prompt_name: str, detail: str, raw: str) -> None:
+        super().__init__(prompt_name, "schema", detail, raw)
+
+
+# ---- edits -----------------------------------------------------------------------------------------------
+def reference(program: GenerationProgram, name: str) -> FactorDef:
+    """The factor's reference definition: the family's where it has one, else the program's."""
+    return next(f for f in reference_schema(program.family, program.factors) if f.name == name)
+
+
+def bounds(ref: FactorDef, allow_ood: bool) -> tuple[float, float]:
+    """Where an edit of a number factor may go: its ID range, or its OOD range when allowed."""
+    lo, hi = ref.ood_range if allow_ood and ref.ood_range else ref.range  # type: ignore[misc]
+    return float(lo), float(hi)
+
+
+def allowed_choices(ref: FactorDef, allow_ood: bool) -> tuple[Any, ...]:
+    """The values an edit of a choice factor may use: its choices, plus the unseen ones when allowed."""
+    return tuple(ref.choices or ()) + (tuple(ref.ood_choices or ()) if allow_ood else ())
+
+
+def band_edit(ref: FactorDef, value: float, side: int, *, band: float, allow_ood: bool,
+              widest: float = 0.5) -> EditValue:
+    """"At least as extreme as `value`": the range from `value` out to the allowed bound on `side` (+1
+    high, −1 low), at least `band` and at most `widest` of the ID range wide; an int factor is pinned."""
+    lo, hi = bounds(ref, allow_ood)
+    if ref.type == "int":
+        return int(min(max(round(value), lo), hi))
+    rlo, rhi = ref.range  # type: ignore[misc]
+    w = rhi - rlo
+    if side > 0:
+        return (_round(min(max(value, hi - widest * w), hi - band * w)), _round(hi))
+    return (_round(lo), _round(max(min(value, lo + widest * w), lo + band * w)))
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+def side_of(ref: FactorDef, value: float, position: float) -> int:
+    """Which side of the range an edit goes to: the value's, or the hard side for a central value."""
+    if abs(position) >= 0.05:
+        return 1 if position > 0 else -1
+    return HARD_SIDE.get(ref.name, 1)
+
+
+def check_value(program: GenerationProgram, name: str, value: Any, allow_ood: bool) -> tuple[Any, str | None]:
+    """`value` coerced to the factor's type, or an error message a model can act on."""
+    ref = reference(program, name)
+    if ref.type == "choice":
+        allowed = allowed_choices(ref, allow_ood)
+        match = [c for c in allowed if c == value or str(c).lower() == str(value).strip().lower()]
+        if not match:
+            return None, (f"value {value!r} is not a choice of factor {name!r}; allowed: "
+                          f"{', '.join(map(repr, allowed))}")
+        return match[0], None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(float(value)):
+        try:
+            value = float(str(value))
+        except ValueError:
+            return None, f"factor {name!r} is a number ({ref.type}); {value!r} is not"
+    lo, hi = bounds(ref, allow_ood)
+    if not lo - 1e-9 <= float(value) <= hi + 1e-9:
+        return None, f"value {value} of factor {name!r} is outside its allowed range [{lo:g}, {hi:g}]"
+    return float(value), None
+
+
+def targeted_edit(program: GenerationProgram, name: str, value: Any, position: float,
+                  config: CriticConfig) -> EditValue:
+    """The edit that recreates `value` of factor `name`: values at least as extreme (numbers) or the
+    choice itself."""
+    ref = reference(program, name)
+    if ref.type == "choice":
+        return value
+    return band_edit(ref, float(value), side_of(ref, float(value), position), band=config.band,
+                     allow_ood=config.allow_ood)
+
+
+def _diagnosis(sm: FailureSummary, program: GenerationProgram, name: str, phase: str, explanation: str,
+               edit: EditValue, critic_id: str, conf: float) -> Diagnosis:
+    ref = reference(program, name)
+    names = {f.name for f in program.factors}
+    context = {k: v for k, v in (scene_context(sm.scene, name) if sm.scene else {}).items() if k in names}
+    return Diagnosis(episode_id=sm.episode_id, factor_group=ref.group, factor=name, phase=phase,
+                     explanation=explanation, edit={name: edit, **context},
+                     side=edit_side(edit, *(ref.range or (None, None))),
+                     critic_id=critic_id, confidence=round(conf, 3))
+
+
+# ---- the two critics ------------------------------------------------------------------------------------
+def rules_diagnosis(sm: FailureSummary, program: GenerationProgram,
+                    config: CriticConfig = CriticConfig()) -> Diagnosis:
+    """The rules critic's diagnosis of a summarised failure (see `agents.critic_rules`). A choice whose
+    scene value no edit may use (an unseen value without `allow_ood`) is passed over for the next factor."""
+    ranked = [c for c in rank_factors(sm, {f.name for f in program.factors})
+              if c.reading.type != "choice"
+              or c.reading.value in allowed_choices(reference(program, c.reading.name), config.allow_ood)]
+    if not ranked:
+        raise ValueError(f"program {program.hash8} shares no editable factor with the scene of "
+                         f"{sm.episode_id}")
+    top = ranked[0]
+    r = top.reading
+    value = r.value
+    if r.type != "choice":  # stay inside the allowed bounds even if the scene was outside them
+        lo, hi = bounds(reference(program, r.name), config.allow_ood)
+        value = min(max(float(value), lo), hi)
+    edit = targeted_edit(program, r.name, value, r.position, config)
+    return _diagnosis(sm, program, r.name, sm.failing_phase, explain(sm, top), edit, "rules",
+                      confidence(ranked))
+
+
+def critic_variables(sm: FailureSummary, program: GenerationProgram, config: CriticConfig) -> dict[str, Any]:
+    """The variables of the `critic_diagnose` prompt."""
+    rows = []
+    for r in sm.factors:
+        if r.name not in {f.name for f in program.factors} or not r.live:
+            continue
+        ref = reference(program, r.name)
+        allowed = (", ".join(map(repr, allowed_choices(ref, config.allow_ood))) if ref.type == "choice"
+                   else "[{:g}, {:g}]".format(*bounds(ref, config.allow_ood)))
+        same = r.id_range in (allowed, "{" + allowed.replace("'", "") + "}")
+        rows.append({"name": r.name, "group": r.group, "value": r.value, "range": r.id_range,
+                     "allowed": "" if same else allowed, "note": r.note})
+    phases = [p for p in get_family(sm.family).phases if p != "done"]
+    return {"family": sm.family, "instruction": sm.instruction, "factors": rows, "phases": phases,
+            "failing_phase": sm.failing_phase, "summary": sm.text(brief=True), "feedback": ""}
+
+
+def answer_to_diagnosis(out: DiagnosisOut, sm: FailureSummary, program: GenerationProgram,
+                        config: CriticConfig, critic_id: str) -> Diagnosis:
+    """Validate an LLM answer against the program's schema and the family's phases; `AnswerError` if not."""
+    raw = out.model_dump_json()
+    names = [f.name for f in program.factors if (r := sm.factor(f.name)) is not None and r.live]
+    factor = out.factor.strip()
+    if sm.factor(factor) is not None and factor not in names and factor in {f.name for f in program.factors}:
+        raise AnswerError(PROMPT, f"factor {factor!r} does not change this scene (like a peg size in a "
+                                  f"stacking task); choose one of: {', '.join(names)}", raw)
+    if factor not in names:
+        close = difflib.get_close_matches(factor, names, n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise AnswerError(PROMPT, f"unknown factor {factor!r}.{hint} Choose one of: {', '.join(names)}", raw)
+    phases = [p for p in get_family(sm.family).phases if p != "done"]
+    phase = out.phase.strip().lower()
+    if phase not in phases:
+        raise AnswerError(PROMPT, f"unknown phase {out.phase!r}; choose one of: {', '.join(phases)}", raw)
+    if not out.explanation.strip():
+        raise AnswerError(PROMPT, "the explanation is empty; say how the factor made the attempt fail", raw)
+    reading = sm.factor(factor)
+    assert reading is not None
+    value = reading.value if out.value is None else out.value
+    value, err = check_value(program, factor, value, config.allow_ood)
+    if err is not None:
+        raise AnswerError(PROMPT, err, raw)
+    edit = targeted_edit(program, factor, value, reading.position if out.value is None else
+                         _position(reference(program, factor), value), config)
+    return _diagnosis(sm, program, factor, phase, out.explanation.strip(), edit, critic_id, out.confidence)
+
+
+def _position(ref: FactorDef, value: Any) -> float:
+    if ref.type == "choice" or not ref.range or ref.range[1] <= ref.range[0]:
+        return 0.0
+    lo, hi = ref.range
+    return (float(value) - (lo + hi) / 2) / ((hi - lo) / 2)
+
+
+def llm_id(llm: LLM) -> str:
+    """`backend/model` for the diagnosis's critic id."""
+    ident = getattr(getattr(llm, "completer", None), "identity", None) or {}
+    model = ident.get("model") if isinstance(ident, dict) else None
+    return f"{llm.backend}/{model}" if model else str(llm.backend)
+
+
+def _images(sm: FailureSummary, llm: LLM, n: int) -> list[Path] | None:
+    if not n or not getattr(llm, "supports_images", False):
+        return None
+    paths = [Path(k) for k in sm.keyframes if Path(k).is_file()]
+    return paths[-n:] or None
+
+
+def llm_diagnosis(sm: FailureSummary, program: GenerationProgram, llm: LLM,
+                  config: CriticConfig = CriticConfig(), feedback: str | None = None) -> Diagnosis:
+    """Ask the LLM critic; retry unusable answers with the error fed back; raise the last one."""
+    variables = critic_variables(sm, program, config)
+    images = _images(sm, llm, config.max_keyframes)
+    note = feedback or ""
+    for attempt in range(config.retries + 1):
+        try:
+            out = llm.structured(PROMPT, {**variables, "feedback": note}, DiagnosisOut, images=images,
+                                 max_tokens=config.max_tokens)
+            return answer_to_diagnosis(out, sm, program, config, llm_id(llm))
+        except LLMOutputError as e:
+            if attempt == config.retries:
+                raise
+            note = e.feedback()
+    raise AssertionError("unreachable")
+
+
+def diagnose(episode: Episode, program: GenerationProgram, llm: LLM | None = None, *,
+             critic: CriticKind = "rules", config: CriticConfig = CriticConfig(),
+             episode_id: str | None = None, summary: FailureSummary | None = None,
+             feedback: str | None = None) -> Diagnosis:
+    """Diagnose one failed episode of a scene generated by `program`.
+
+    `critic="rules"` needs no LLM; `critic="llm"` raises `AnswerError`/`LLMOutputError` when every
+    attempt was unusable (and lets `LLMBackendError`/`LLMUnsupportedError` through)."""
+    if episode.success:
+        raise ValueError("the episode succeeded: there is no failure to diagnose")
+    sm = summary or summarize_failure(episode, episode_id=episode_id, schema=program.factors)
+    if critic == "rules":
+        return rules_diagnosis(sm, program, config)
+    if critic != "llm":
+        raise ValueError(f"unknown critic {critic!r}; use 'rules' or 'llm'")
+    if llm is None:
+        raise ValueError("critic='llm' needs an llm (or use critic='rules')")
+    return llm_diagnosis(sm, program, llm, config, feedback)
+

@@ -1,0 +1,267 @@
+"""The rules critic: a baseline that names the factor most likely responsible for a failure from evidence
+alone — no language model.
+
+Each factor gets a score
+
+    relevance(failing phase, factor kind) × (0.3 + how atypical its value is on its hard side)
+        × evidence multipliers from privileged numbers at the failure
+
+- *relevance*: which kinds of factor can break which phase (object yaw and size break grasps, mass and
+  friction break lifts and carries, the target's position breaks transport, ...).
+- *atypicality*: where the scene's value sits in the family's in-distribution range (`FactorReading.
+  position`), counted on the side that makes the task harder (low friction, high mass, a tight hole;
+  both sides for positions, yaws and sizes).
+- *evidence*: the episode's own numbers. A hand that stalled far out multiplies the position factors of
+  what it was reaching for by how much each pushed that point outward; a gripper turned away from the
+  object's faces multiplies its yaw; an object that slid out of the fingers multiplies mass and friction;
+  a hand that went to the wrong thing multiplies appearance and language factors; and so on.
+
+The top factor becomes the diagnosis, with a targeted edit that recreates the failing scene's value
+(a band around it, on its side of the range) and a confidence from the margin over the runner-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from agents.critic_summary import FactorReading, FailureSummary
+from sim.builder import ROBOT_BASE
+
+# factor name → kind; (family, name) overrides where one name means different things
+KIND: dict[str, str] = {
+    **dict.fromkeys(("obj_x", "obj_y", "piece_x", "piece_y"), "subject_pos"),
+    **dict.fromkeys(("target_x", "target_y", "container_x", "container_y", "base_x", "base_y"), "target_pos"),
+    **dict.fromkeys(("fix_x", "fix_y"), "fixture_pos"),
+    **dict.fromkeys(("obj_yaw", "piece_yaw"), "subject_yaw"),
+    "base_yaw": "target_yaw", "fix_yaw": "fixture_yaw",
+    **dict.fromkeys(("size", "block_size", "peg_size"), "subject_size"),
+    "shape": "subject_shape", "mass": "mass", "friction": "friction",
+    **dict.fromkeys(("base_size", "hole", "container_size"), "target_size"),
+    "container": "target_kind", "task": "target_kind",
+    **dict.fromkeys(("color", "base_color", "container_color"), "appearance"),
+    **dict.fromkeys(("template", "paraphrase"), "language"),
+    "init_frac": "joint_init", "scale": "fixture_size", "height": "fixture_height",
+    "standoff": "handle_standoff",
+}
+FAMILY_KIND = {("pick_place", "target"): "target_size", ("articulated", "target"): "task_kind",
+               ("articulated", "action"): "task_kind"}
+# the side of a factor's range that makes the task harder (+1 high, −1 low); absent: both sides
+HARD_SIDE = {"friction": -1, "mass": 1, "hole": -1, "peg_size": 1, "base_size": -1, "container_size": -1,
+             "standoff": -1}
+# ... only in these phases (a thick peg is hard to insert, not to grasp)
+HARD_SIDE_PHASES = {"peg_size": {"align", "place", "insert", "release"}}
+
+_R = {  # phase → kind → how plausibly a factor of that kind breaks that phase
+    "approach": {"subject_pos": 1.0, "fixture_pos": 1.0, "fixture_yaw": 0.6, "fixture_height": 0.5,
+                 "appearance": 0.4, "language": 0.4, "task_kind": 0.4, "handle_standoff": 0.4,
+                 "subject_shape": 0.3, "subject_size": 0.3, "subject_yaw": 0.3, "fixture_size": 0.3,
+                 "joint_init": 0.3, "target_kind": 0.2, "target_pos": 0.2},
+    "grasp": {"subject_yaw": 1.0, "subject_size": 1.0, "subject_shape": 0.8, "handle_standoff": 1.0,
+              "fixture_yaw": 0.8, "fixture_height": 0.7, "friction": 0.5, "subject_pos": 0.5,
+              "fixture_size": 0.5, "fixture_pos": 0.5, "joint_init": 0.4, "mass": 0.2, "appearance": 0.2},
+    "lift": {"mass": 1.0, "friction": 1.0, "subject_size": 0.6, "subject_shape": 0.5, "subject_yaw": 0.4,
+             "subject_pos": 0.3},
+    "transport": {"target_pos": 1.0, "mass": 0.7, "friction": 0.7, "target_kind": 0.4, "subject_size": 0.3,
+                  "subject_shape": 0.3, "target_size": 0.3},
+    "align": {"target_yaw": 1.0, "target_pos": 0.7, "subject_yaw": 0.6, "target_size": 0.6,
+              "subject_size": 0.5},
+    "place": {"target_size": 1.0, "target_pos": 0.7, "target_kind": 0.7, "target_yaw": 0.7,
+              "subject_size": 0.5, "subject_shape": 0.5, "subject_yaw": 0.4, "friction": 0.3},
+    "insert": {"target_size": 1.0, "subject_size": 1.0, "target_yaw": 0.8, "subject_yaw": 0.6,
+               "target_pos": 0.4},
+    "release": {"target_size": 0.8, "target_kind": 0.7, "friction": 0.5, "subject_shape": 0.5,
+                "subject_size": 0.4, "target_pos": 0.4},
+    "pull": {"joint_init": 0.6, "fixture_yaw": 0.9, "fixture_size": 0.6, "fixture_pos": 0.6,
+             "handle_standoff": 0.6, "fixture_height": 0.4, "task_kind": 0.5},
+}
+RELEVANCE = _R | {"push": {**_R["pull"], "joint_init": 1.0}}
+OTHER = 0.3  # relevance of a kind the phase does not list (and of factors we know nothing about)
+BASE = 0.3  # score floor for a typical value: evidence alone can still name a factor
+
+
+def kind_of(family: str, name: str) -> str:
+    """The kind of factor `name` is in `family` ("subject_yaw", "mass", ...; "other" if unknown)."""
+    return FAMILY_KIND.get((family, name)) or KIND.get(name, "other")
+
+
+def hard_atypicality(r: FactorReading, phase: str = "") -> float:
+    """How far the value sits towards the hard side of its range (0 at the centre or on the easy side)."""
+    side = HARD_SIDE.get(r.name)
+    if r.name in HARD_SIDE_PHASES and phase not in HARD_SIDE_PHASES[r.name]:
+        side = None
+    p = float(r.position)
+    return min(abs(p) if side is None or r.type == "choice" else max(side * p, 0.0), 2.0)
+
+
+@dataclass
+class Candidate:
+    """One factor's score and the evidence behind it."""
+
+    reading: FactorReading
+    kind: str
+    relevance: float
+    phase: str = ""
+    multiplier: float = 1.0
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        """relevance × (floor + hard-side atypicality) × evidence."""
+        return float(self.relevance * (BASE + hard_atypicality(self.reading, self.phase)) * self.multiplier)
+
+    def boost(self, factor: float, reason: str) -> None:
+        """Multiply the evidence by `factor` (> 1) and say why."""
+        if factor > 1.0:
+            self.multiplier *= factor
+            self.reasons.append(reason)
+
+
+Cands = dict[str, Candidate]
+
+
+# ---- evidence -------------------------------------------------------------------------------------------
+def _by_kind(c: Cands, *kinds: str) -> list[Candidate]:
+    return [x for x in c.values() if x.kind in kinds]
+
+
+def _reach_push(sm: FailureSummary, c: Cands, kinds: tuple[str, ...], point: str) -> None:
+    """Multiply each position factor of the thing the hand reached for by how much its value pushed that
+    point away from the robot (m beyond the range centre, along the reach direction)."""
+    for x in _by_kind(c, *kinds):
+        r = x.reading
+        if r.lo is None or r.hi is None or not r.name.endswith(("_x", "_y")):
+            continue
+        off = float(r.value) - (r.lo + r.hi) / 2
+        axis = 0 if r.name.endswith("_x") else 1
+        sib = sm.factor(r.name[:-1] + ("y" if axis == 0 else "x"))
+        p = np.array([float(r.value), 0.0])
+        p[1 - axis] = float(sib.value) if sib is not None and sib.type != "choice" else 0.0
+        rel = p - np.array(ROBOT_BASE[:2])
+        push = off * rel[axis] / max(float(np.linalg.norm(rel)), 1e-6)
+        x.boost(1.0 + max(push, 0.0) / 0.02,
+                f"{r.name} = {r.value:.3f} puts {point} {push:.3f} m further from the robot than the "
+                "middle of its range")
+
+
+def _ev_reach(sm: FailureSummary, c: Cands) -> None:
+    f, held = sm.flags, sm.flags.get("held_at_end", 0.0) > 0
+    if not sm.target:  # articulated: the handle moves with the fixture
+        if f.get("stalled") or f.get("min_ee_to_handle", 0.0) > 0.03:
+            _reach_push(sm, c, ("fixture_pos",), "the handle")
+        return
+    if f.get("stalled"):
+        if held:
+            _reach_push(sm, c, ("target_pos",), "the target")
+        else:
+            _reach_push(sm, c, ("subject_pos",), "the object")
+    elif sm.failing_phase == "approach" and f.get("min_ee_to_object", 0.0) > 0.03:
+        _reach_push(sm, c, ("subject_pos",), "the object")
+    short = f.get("short_of_object", 0.0)
+    if short > 0.01 and not f.get("stalled") and sm.failing_phase in ("approach", "grasp", "lift"):
+        _reach_push(sm, c, ("subject_pos",), "the object")
+        for x in _by_kind(c, "subject_pos"):
+            x.boost(1.0 + short / 0.01, f"the hand stayed {short:.3f} m short of the object")
+
+
+def _ev_grasp(sm: FailureSummary, c: Cands) -> None:
+    f = sm.flags
+    mis, width = f.get("yaw_misalignment_near", 0.0), f.get("width_near", 0.0)
+    aligned = f.get("width_aligned")
+    for x in _by_kind(c, "subject_yaw"):
+        x.boost(1.0 + mis / 0.15, f"the gripper was {mis:.2f} rad off the object's faces when it closed")
+        if width > 0.072 and aligned is not None and aligned < 0.072:
+            x.boost(2.0, f"turned, the object spanned {width:.3f} m across the fingers "
+                         f"({aligned:.3f} m square)")
+    if width > 0.072 and (aligned is None or aligned >= 0.072):
+        for x in _by_kind(c, "subject_size", "subject_shape"):
+            x.boost(3.0, f"the object is {width:.3f} m across the fingers, about the 0.08 m maximum opening")
+    if f.get("never_closed"):
+        for x in _by_kind(c, "subject_size"):
+            x.boost(1.0 + f["never_closed"] / 0.01 * (1.0 if x.reading.position < 0 else 0.3),
+                    f"the fingers stopped {f['never_closed']:.3f} m short of the object's width")
+    if f.get("closed_empty"):
+        for x in _by_kind(c, "subject_size", "subject_pos", "subject_yaw"):
+            x.boost(1.5, "the fingers closed on nothing next to the object")
+    if f.get("fumbled"):
+        for x in _by_kind(c, "subject_size", "subject_pos", "subject_yaw", "subject_shape"):
+            x.boost(1.5, "the grasp held only for a moment before the object left the table")
+    if f.get("pushed", 0.0) > 0.01:
+        for x in _by_kind(c, "friction", "mass"):
+            if x.reading.position < -0.3:
+                x.boost(1.0 + f["pushed"] / 0.02, f"the object slid {f['pushed']:.3f} m when touched "
+                                                  f"({x.reading.name} on the low side)")
+
+
+def _ev_hold(sm: FailureSummary, c: Cands) -> None:
+    f = sm.flags
+    slip, lost = f.get("slip", 0.0), f.get("grasp_lost", 0.0)
+    if slip > 0.01 or lost:
+        what = (f"the grasp was lost {f.get('lost_height', 0.0):.3f} m up" if lost
+                else f"the object slid {slip:.3f} m in the fingers")
+        for x in _by_kind(c, "mass", "friction"):
+            x.boost(2.0 + slip / 0.02, what)
+        if sm.failing_phase in ("pull", "push"):
+            for x in _by_kind(c, "fixture_yaw", "joint_init", "handle_standoff"):
+                x.boost(2.0, "the handle slipped out of the fingers while dragging")
+
+
+def _ev_target(sm: FailureSummary, c: Cands) -> None:
+    f, n = sm.flags, sm.numbers
+    if f.get("left_target"):
+        for x in _by_kind(c, "target_size", "friction", "subject_shape"):
+            x.boost(1.8, f"the object came off the target after release ({f['left_target']:.3f} m away)")
+    yaw = n.get("yaw_to_target", 0.0)
+    if sm.failing_phase in ("align", "place", "insert") and yaw > 0.1:
+        for x in _by_kind(c, "target_yaw", "subject_yaw"):
+            x.boost(1.0 + yaw / 0.1, f"the piece was {yaw:.2f} rad out of square with the target")
+
+
+def _ev_perception(sm: FailureSummary, c: Cands) -> None:
+    f = sm.flags
+    if f.get("wrong_target") or f.get("ee_path", 1.0) < 0.05:
+        why = "the hand went to the wrong thing" if f.get("wrong_target") else "the hand barely moved"
+        for x in _by_kind(c, "appearance", "language", "task_kind", "target_kind"):
+            x.boost(3.0, why)
+
+
+EVIDENCE: tuple[Callable[[FailureSummary, Cands], None], ...] = (
+    _ev_reach, _ev_grasp, _ev_hold, _ev_target, _ev_perception)
+
+
+def rank_factors(sm: FailureSummary, names: set[str] | None = None) -> list[Candidate]:
+    """Every factor of the summary (restricted to `names`, e.g. the program's schema), best first."""
+    table = RELEVANCE.get(sm.failing_phase, {})
+    c: Cands = {}
+    for r in sm.factors:
+        if (names is not None and r.name not in names) or not r.live:
+            continue
+        kind = kind_of(sm.family, r.name)
+        c[r.name] = Candidate(reading=r, kind=kind, relevance=table.get(kind, OTHER), phase=sm.failing_phase)
+    if sm.subject_kind in ("cylinder", "sphere"):  # a round object looks the same at every yaw
+        for x in _by_kind(c, "subject_yaw"):
+            x.relevance *= 0.2
+    for rule in EVIDENCE:
+        rule(sm, c)
+    return sorted(c.values(), key=lambda x: (-x.score, x.reading.name))
+
+
+def confidence(ranked: list[Candidate]) -> float:
+    """The top score's share of the top two, in [0.05, 0.95]: a clear winner is confident."""
+    if not ranked:
+        return 0.05
+    s1 = ranked[0].score
+    s2 = ranked[1].score if len(ranked) > 1 else 0.0
+    return float(np.clip(s1 / max(s1 + s2, 1e-9), 0.05, 0.95))
+
+
+def explain(sm: FailureSummary, top: Candidate) -> str:
+    """One or two sentences citing the numbers."""
+    r = top.reading
+    where = r.note or f"within its range {r.id_range}"
+    val = f"{r.value:.3f}" if isinstance(r.value, float) else repr(r.value)
+    because = "; ".join(top.reasons[:2])
+    return (f"The attempt failed in {sm.failing_phase} with {r.name} = {val} ({where})"
+            + (f": {because}." if because else "."))

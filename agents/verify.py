@@ -1,0 +1,337 @@
+"""Verification of a diagnosis: does the diagnosed factor edit recreate the failure more often than an
+equally large edit of another factor? (DESIGN §5.6)
+
+Two batches of `n` scenes, drawn in pairs with common random numbers:
+
+- *targeted*: the program with the diagnosed edit (`programs.edit`), the diagnosed factor drawn from its
+  edited range, every other factor drawn from the program as it was;
+- *control*: the same scenes (same seeds, same other factors) with a factor the diagnosis did not name
+  moved by the same amount instead: the same offset from its range's centre and the same band width,
+  each as a share of its own in-distribution range (a choice moves to a choice of the same kind: default,
+  other seen value, unseen value).
+
+Both batches run through the injected `run_batch` (generation in the sandbox + rollout with the current
+policy). A failure *in the diagnosed phase* counts; episodes whose generation or rollout errored are left
+out. A one-sided Fisher exact test (H1: targeted failure rate > control) gives the verdict: validated when
+p < α and targeted > control, refuted when targeted ≤ control, inconclusive otherwise (also when fewer
+than `min_valid` episodes per batch could be counted). Common random numbers correlate the two batches
+positively, which only makes the independent-samples test conservative.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from agents.critic import CriticConfig, bounds, reference
+from agents.critic_factors import family_factors, live_under
+from agents.critic_rules import HARD_SIDE, kind_of
+from memory.types import Diagnosis, EditValue, Verdict
+from programs.edits import edit, edit_many
+from programs.model import GenerationProgram
+from sandbox.pool import SandboxPool, SandboxTask
+from sim.factors import FactorDef
+from sim.pool import EpisodeJob, EpisodePool, EpisodeResult, PolicyFactory
+from sim.scene import SceneSpec
+
+Arm = Literal["targeted", "control"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchItem:
+    """One scene to generate and roll out."""
+
+    # the (edited) program to run in the sandbox
+    program: GenerationProgram
+    # flat factor values for `generate(rng, **factors)`
+    factors: dict[str, Any]
+    # sandbox seed (the program's rng); paired items share it
+    seed: int
+    # which batch the item belongs to
+    arm: Arm
+    # pair index within the batch
+    index: int
+
+
+class Outcome(Protocol):
+    """What `run_batch` returns per item; `sim.pool.EpisodeResult` satisfies it (an `error` attribute,
+    when present and not None, leaves the item out of the counts)."""
+
+    success: bool
+    failing_phase: str | None
+
+
+RunBatch = Callable[[Sequence[BatchItem]], Sequence[Outcome]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyConfig:
+    """The test and the control edit."""
+
+    # significance level of the one-sided test
+    alpha: float = 0.05
+    # fewer counted episodes than this in either batch: inconclusive
+    min_valid: int = 4
+    # the control factor, or None to pick one (another number factor of a different kind, at random)
+    control_factor: str | None = None
+    # groups a control factor may come from ("task" factors change the task itself)
+    control_groups: tuple[str, ...] = ("spatial", "attribute")
+    # edit bounds and band width, as the critic uses them
+    critic: CriticConfig = field(default_factory=CriticConfig)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        if self.min_valid < 1:
+            raise ValueError("min_valid must be >= 1")
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The verdict and everything behind it."""
+
+    verdict: Verdict
+    targeted: GenerationProgram  # the program with the diagnosed edit (a candidate mode program)
+    control: GenerationProgram
+    control_factor: str
+    control_edit: EditValue
+    counts: dict[str, int]  # {arm}_n, {arm}_phase_failures, {arm}_failures (any phase), errors
+
+
+# ---- the test -------------------------------------------------------------------------------------------
+def fisher_greater(a: int, n1: int, c: int, n2: int) -> float:
+    """One-sided Fisher exact p-value for H1: rate a/n1 > rate c/n2 — P(X ≥ a) for X hypergeometric with
+    the table's margins."""
+    if not (0 <= a <= n1 and 0 <= c <= n2):
+        raise ValueError(f"bad table: {a}/{n1} vs {c}/{n2}")
+    k, total = a + c, n1 + n2
+    if total == 0:
+        return 1.0
+    denom = math.comb(total, n1)
+    tail = sum(math.comb(k, x) * math.comb(total - k, n1 - x) for x in range(a, min(k, n1) + 1))
+    return min(1.0, tail / denom)
+
+
+def decide(diagnosis_id: str, t_fail: int, t_n: int, c_fail: int, c_n: int, config: VerifyConfig) -> Verdict:
+    """The verdict from the two batches' counts of failures in the diagnosed phase."""
+    t_rate = t_fail / t_n if t_n else 0.0
+    c_rate = c_fail / c_n if c_n else 0.0
+    p = fisher_greater(t_fail, t_n, c_fail, c_n)
+    if min(t_n, c_n) < config.min_valid:
+        status = "inconclusive"
+    elif t_rate <= c_rate:
+        status = "refuted"
+    else:
+        status = "validated" if p < config.alpha else "inconclusive"
+    return Verdict(diagnosis_id=diagnosis_id, status=status, targeted_failure_rate=t_rate,
+                   control_failure_rate=c_rate, statistic=round(t_rate - c_rate, 6), p_value=p,
+                   n=min(t_n, c_n), test="fisher_exact_one_sided")
+
+
+# ---- the control edit ------------------------------------------------------------------------------------
+def _centre_half(ref: FactorDef) -> tuple[float, float]:
+    lo, hi = ref.range  # type: ignore[misc]
+    return (lo + hi) / 2, (hi - lo) / 2
+
+
+def magnitude(ref: FactorDef, value: EditValue) -> tuple[float, float]:
+    """(signed offset of the edit's middle from the range centre, band width), both as shares of the
+    factor's ID half-range / range; a choice: (0 default, 0.5 other seen value, 1.5 unseen value; 0)."""
+    if ref.type == "choice":
+        vals = value if isinstance(value, tuple | list) else (value,)
+        if all(v == ref.default for v in vals):
+            return 0.0, 0.0
+        return (0.5 if all(v in (ref.choices or ()) for v in vals) else 1.5), 0.0
+    centre, half = _centre_half(ref)
+    lo, hi = (value if isinstance(value, tuple | list) else (value, value))
+    if half <= 0:
+        return 0.0, 0.0
+    return ((float(lo) + float(hi)) / 2 - centre) / half, (float(hi) - float(lo)) / (2 * half)
+
+
+def matched_edit(ref: FactorDef, offset: float, width: float, rng: np.random.Generator,
+                 allow_ood: bool) -> EditValue:
+    """An edit of `ref` with the given relative offset and width, towards its hard side (random for
+    factors hard on both sides), inside the allowed bounds."""
+    if ref.type == "choice":
+        seen = [c for c in (ref.choices or ()) if c != ref.default]
+        unseen = list(ref.ood_choices or ()) if allow_ood else []
+        pool = unseen if offset >= 1.0 and unseen else seen if offset > 0.0 and seen else [ref.default]
+        return pool[int(rng.integers(len(pool)))]
+    side = HARD_SIDE.get(ref.name) or (1 if rng.random() < 0.5 else -1)
+    centre, half = _centre_half(ref)
+    lo, hi = bounds(ref, allow_ood)
+    mid = centre + side * abs(offset) * half
+    w = min(width * 2 * half, hi - lo)
+    a = min(max(mid - w / 2, lo), hi - w)
+    if ref.type == "int":
+        return int(round(min(max(mid, lo), hi)))
+    if w == 0:
+        return float(f"{a:.6g}")
+    return (float(f"{a:.6g}"), float(f"{min(a + w, hi):.6g}"))
+
+
+def _usable(ref: FactorDef) -> bool:
+    if ref.type == "choice":
+        return len(ref.choices or ()) >= 2
+    return ref.type == "float" and ref.range is not None and ref.range[1] > ref.range[0]
+
+
+def pick_control(diagnosis: Diagnosis, program: GenerationProgram, rng: np.random.Generator,
+                 config: VerifyConfig) -> str:
+    """A factor the diagnosis did not name: same type (number/choice) and a different kind if possible."""
+    if config.control_factor is not None:
+        if config.control_factor in diagnosis.edit:
+            raise ValueError(f"the control factor must differ from the diagnosed one ({diagnosis.factor!r}) "
+                             f"and its context ({sorted(diagnosis.edit)})")
+        program.factor(config.control_factor)  # KeyError with the known names
+        return config.control_factor
+    target = reference(program, diagnosis.factor)
+    refs = [reference(program, f.name) for f in program.factors if f.name not in diagnosis.edit]
+    # a control must change the scenes it runs on (not a block's size when the task is pinned to insert)
+    live = live_under(program.family, {k: v for k, v in diagnosis.edit.items() if k != diagnosis.factor})
+    known = {f.name for f in family_factors(program.family)}
+    pool = [r for r in refs if r.group in config.control_groups and _usable(r)
+            and (live is None or r.name in live or r.name not in known)]
+    if not pool:
+        raise ValueError(f"program {program.hash8} has no factor to use as a control for "
+                         f"{diagnosis.factor!r}")
+    kind = kind_of(program.family, diagnosis.factor)
+    tiers = ([r for r in pool if (r.type == "choice") == (target.type == "choice")
+              and kind_of(program.family, r.name) != kind],
+             [r for r in pool if kind_of(program.family, r.name) != kind], pool)
+    best = next(t for t in tiers if t)
+    return best[int(rng.integers(len(best)))].name
+
+
+def control_edit(diagnosis: Diagnosis, program: GenerationProgram, rng: np.random.Generator,
+                 config: VerifyConfig = VerifyConfig()) -> tuple[str, EditValue]:
+    """(control factor, its edit), matched in magnitude to the diagnosed edit."""
+    value = diagnosis.edit.get(diagnosis.factor)
+    if value is None:
+        raise ValueError(f"diagnosis {diagnosis.id} has no edit of its factor {diagnosis.factor!r}")
+    offset, width = magnitude(reference(program, diagnosis.factor), value)
+    if width == 0.0 and reference(program, diagnosis.factor).type == "choice":
+        width = config.critic.band / 2
+    name = pick_control(diagnosis, program, rng, config)
+    return name, matched_edit(reference(program, name), offset, width, rng, config.critic.allow_ood)
+
+
+# ---- the batches -----------------------------------------------------------------------------------------
+def build_batches(diagnosis: Diagnosis, program: GenerationProgram, n: int, rng: np.random.Generator,
+                  config: VerifyConfig = VerifyConfig()) -> tuple[list[BatchItem], Verification]:
+    """The 2n paired items and a `Verification` shell (verdict not yet decided)."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    context = {k: v for k, v in diagnosis.edit.items() if k != diagnosis.factor}
+    if context:  # the task choices the diagnosed factor matters under hold in both arms
+        program = edit_many(program, context, diagnosis=f"verify context for {diagnosis.id}: {context}")
+    targeted = edit(program, diagnosis.factor, diagnosis.edit[diagnosis.factor],
+                    diagnosis=f"verify targeted: {diagnosis.text()}")
+    cname, cvalue = control_edit(diagnosis, program, rng, config)
+    control = edit(program, cname, cvalue,
+                   diagnosis=f"verify control for {diagnosis.id}: {cname} -> {cvalue}")
+    items: list[BatchItem] = []
+    for i in range(n):
+        seed = int(rng.integers(2**31 - 1))
+        base = program.sample_factors(np.random.default_rng(seed))
+        t_val = targeted.factor(diagnosis.factor).sample(np.random.default_rng([seed, 1]))
+        c_val = control.factor(cname).sample(np.random.default_rng([seed, 2]))
+        items.append(BatchItem(program=targeted, factors={**base, diagnosis.factor: t_val}, seed=seed,
+                               arm="targeted", index=i))
+        items.append(BatchItem(program=control, factors={**base, cname: c_val}, seed=seed, arm="control",
+                               index=i))
+    placeholder = Verdict(diagnosis_id=diagnosis.id, status="inconclusive", targeted_failure_rate=0.0,
+                          control_failure_rate=0.0, statistic=0.0, p_value=1.0, n=0)
+    return items, Verification(placeholder, targeted, control, cname, cvalue, {})
+
+
+def count(items: Sequence[BatchItem], outcomes: Sequence[Outcome], phase: str) -> dict[str, int]:
+    """Per arm: counted episodes, failures in `phase`, failures in any phase; and errored items."""
+    if len(outcomes) != len(items):
+        raise ValueError(f"run_batch returned {len(outcomes)} outcomes for {len(items)} items")
+    c = {f"{a}_{k}": 0 for a in ("targeted", "control") for k in ("n", "phase_failures", "failures")}
+    c["errors"] = 0
+    for item, out in zip(items, outcomes, strict=True):
+        if getattr(out, "error", None) is not None:
+            c["errors"] += 1
+            continue
+        c[f"{item.arm}_n"] += 1
+        if not out.success:
+            c[f"{item.arm}_failures"] += 1
+            c[f"{item.arm}_phase_failures"] += int((out.failing_phase or "").lower() == phase)
+    return c
+
+
+def run_verification(diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch, *, n: int,
+                     rng: np.random.Generator, config: VerifyConfig = VerifyConfig()) -> Verification:
+    """Build both batches, run them in one `run_batch` call, count, test."""
+    items, shell = build_batches(diagnosis, program, n, rng, config)
+    counts = count(items, list(run_batch(items)), diagnosis.phase)
+    verdict = decide(diagnosis.id, counts["targeted_phase_failures"], counts["targeted_n"],
+                     counts["control_phase_failures"], counts["control_n"], config)
+    return Verification(verdict, shell.targeted, shell.control, shell.control_factor, shell.control_edit,
+                        counts)
+
+
+def verify(diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch, *, n: int,
+           rng: np.random.Generator, config: VerifyConfig = VerifyConfig()) -> Verdict:
+    """Targeted-edit vs control batches of `n` episodes each → validated / refuted / inconclusive."""
+    return run_verification(diagnosis, program, run_batch, n=n, rng=rng, config=config).verdict
+
+
+def refuted_share(verdicts: Sequence[Verdict]) -> float:
+    """Share of verdicts that were refuted (the reported metric); 0 for none."""
+    return sum(v.status == "refuted" for v in verdicts) / len(verdicts) if verdicts else 0.0
+
+
+# ---- a real run_batch: sandbox generation + episode rollouts -----------------------------------------------
+@dataclass(frozen=True)
+class Errored:
+    """The outcome of an item that could not be generated or rolled out."""
+
+    error: str
+    success: bool = False
+    failing_phase: str | None = None
+
+
+def sandbox_run_batch(pool: SandboxPool, rollout: Callable[[list[SceneSpec]], Sequence[Outcome]]) -> RunBatch:
+    """A `RunBatch` that generates each item's scene in the sandbox (`pool.run_many`), then rolls the
+    scenes out with `rollout` (e.g. `episode_rollout`); a program error becomes an `Errored` outcome."""
+
+    def run(items: Sequence[BatchItem]) -> list[Outcome]:
+        """Generate every item's scene, roll out those that were made, keep the item order."""
+        tasks = [SandboxTask(source=i.program.source, factors=i.factors, seed=i.seed) for i in items]
+        results = pool.run_many(tasks)
+        outcomes: list[Outcome | None] = [None] * len(items)
+        scenes, where = [], []
+        for k, res in enumerate(results):
+            if res.error is not None:
+                outcomes[k] = Errored(error=f"generation failed: {res.error}")
+            else:
+                scenes.append(res.scenes[0])
+                where.append(k)
+        rolled = list(rollout(scenes)) if scenes else []
+        if len(rolled) != len(scenes):
+            raise ValueError(f"rollout returned {len(rolled)} outcomes for {len(scenes)} scenes")
+        for k, out in zip(where, rolled, strict=True):
+            outcomes[k] = out
+        return [o if o is not None else Errored(error="not run") for o in outcomes]
+
+    return run
+
+
+def episode_rollout(pool: EpisodePool, policy: Literal["expert"] | PolicyFactory, *,
+                    max_steps: int | None = None) -> Callable[[list[SceneSpec]], list[EpisodeResult]]:
+    """Roll scenes out on a `sim.pool.EpisodePool` with `policy` (a picklable factory, e.g.
+    `coda_policy.evaluate.CheckpointPolicy(path)`); nothing is saved."""
+
+    def rollout(scenes: list[SceneSpec]) -> list[EpisodeResult]:
+        """One episode per scene, results in scene order."""
+        return pool.run([EpisodeJob(scene=s, policy=policy, max_steps=max_steps) for s in scenes])
+
+    return rollout

@@ -1,0 +1,401 @@
+"""The writer: a difficulty mode (or diagnosis) → a generation program that recreates the difficulty, and
+→ a training program whose staged potential shapes learning on it.
+
+    gen = write_generation_program(mode, base_gen, None)               # rules: one template factor edit
+    gen = write_generation_program(mode, base_gen, llm, feedback=err)  # LLM: an edit spec (or new source)
+    tp = write_training_program(diagnosis, seed_tp, None)              # rules: seed + a phase subgoal
+    tp = write_training_program(diagnosis, seed_tp, llm, evidence=ev)  # LLM: subgoals, checked, refined
+
+LLM answers are validated (known factors, values inside the allowed ranges, `programs.checks`, the
+sandbox's static policy, optionally a sandbox test run; expressions in the training language); anything
+unusable raises `WriterError` (an `LLMOutputError`) whose `feedback()` the caller passes back as
+`feedback` on the next call, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from agents.critic import AnswerError, allowed_choices, bounds, check_value, reference
+from agents.critic_rules import kind_of
+from agents.llm.base import LLM, LLMOutputError
+from agents.writer_training import emphasise, training_variables
+from memory.types import Diagnosis, DifficultyMode, EditValue
+from programs.checks import check_generation, check_training
+from programs.edits import edit_many
+from programs.model import NAME_PATTERN, GenerationProgram, Subgoal, TrainingProgram
+from programs.potential import agreement
+from programs.refine import Evidence, refine
+from programs.source import generation_from_source
+from sandbox.policy import check_program
+from sandbox.pool import SandboxPool
+from sim.factors import FactorDef
+
+GEN_PROMPT, TRAIN_PROMPT = "writer_generation", "writer_training"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WriterConfig:
+    """How programs are written and checked."""
+
+    # allow edits into the OOD range (off: programs stay inside the family's ID ranges, so training never
+    # sees the held-out OOD values)
+    allow_ood: bool = False
+    # a side-only mode ("high"/"low" without an edit) gets this share of the ID range at that end
+    band: float = 0.25
+    # extra LLM attempts inside one call (the caller bounds the rest through `feedback`)
+    retries: int = 0
+    # let the LLM return a whole new generation source (else it may only edit factors)
+    allow_source: bool = False
+    # rules training writer: add a subgoal that stages the diagnosed phase more finely
+    emphasis: bool = True
+    # token budgets: an edit spec, a new source, a subgoal list
+    max_tokens_edit: int = 400
+    max_tokens_source: int = 4000
+    max_tokens_subgoals: int = 800
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.band <= 1.0 or self.retries < 0:
+            raise ValueError("band must be in (0, 1] and retries >= 0")
+
+
+class WriterError(AnswerError):
+    """A writer answer that cannot become a valid program; `feedback()` says why."""
+
+
+class FactorEditOut(BaseModel):
+    """One factor edit proposed by the LLM writer."""
+
+    factor: str = Field(description="factor name")
+    low: float | None = Field(None, description="new lower end of a number factor's range")
+    high: float | None = Field(None, description="new upper end of a number factor's range")
+    value: float | str | bool | None = Field(None, description="pin the factor to this single value")
+    choices: list[str | float | bool] | None = Field(None, description="new choices of a choice factor")
+
+
+class GenerationOut(BaseModel):
+    """The LLM writer's generation program: factor edits of the base program (or a new source)."""
+
+    edits: list[FactorEditOut] = Field(default_factory=list, max_length=4)
+    source: str | None = Field(None, description="a complete new program source, only if asked for")
+    rationale: str = Field("", description="one sentence: why these scenes recreate the difficulty")
+
+
+class SubgoalOut(BaseModel):
+    """One stage proposed by the LLM writer."""
+
+    name: str = Field(description="short snake_case name")
+    done: str = Field(description="boolean expression: the stage is complete (stays true later on)")
+    progress: str = Field(description="number expression in [0, 1]: progress within the stage")
+
+
+class SubgoalsOut(BaseModel):
+    """The LLM writer's training program: ordered stages; the last is the task's success test."""
+
+    subgoals: list[SubgoalOut] = Field(min_length=2, max_length=8)
+
+
+# ---- generation programs ---------------------------------------------------------------------------------
+def resolve_factor(name: str, program: GenerationProgram, source_family: str | None = None) -> str:
+    """`name` if the program has it, else the program's factor of the same kind and suffix (a mode founded
+    in another family: `obj_yaw` in pick_place is `piece_yaw` in stack_insert, `target_x` is `base_x`);
+    ValueError if there is none."""
+    names = [f.name for f in program.factors]
+    if name in names:
+        return name
+    kind = kind_of(source_family or "", name)
+    same = [n for n in names if kind != "other" and kind_of(program.family, n) == kind]
+    suffix = [n for n in same if n.rsplit("_", 1)[-1] == name.rsplit("_", 1)[-1]]  # obj_x → base_x, not _y
+    if suffix or len(same) == 1:
+        return (suffix or same)[0]
+    raise ValueError(f"the {program.family} program has no factor {name!r} (or one of its kind {kind!r}); "
+                     f"factors: {names}")
+
+
+def side_edit(ref: FactorDef, side: str | None, values: Sequence[str], *, band: float,
+              allow_ood: bool) -> EditValue:
+    """The mode's end of the range: the top or bottom `band` of the ID range (stretching as far past it
+    when OOD is allowed), or the mode's choice values."""
+    if ref.type == "choice":
+        allowed = allowed_choices(ref, allow_ood)
+        parsed = (json.loads(x) if isinstance(x, str) else x for x in values)
+        chosen = tuple(v for v in parsed if v in allowed)
+        if not chosen:
+            raise ValueError(f"the mode names no allowed value of choice factor {ref.name!r}: {list(values)}")
+        return chosen
+    if side not in ("low", "high"):
+        raise ValueError(f"factor {ref.name!r}: a mode without a side needs a diagnosis edit")
+    lo, hi = bounds(ref, allow_ood)
+    rlo, rhi = ref.range  # type: ignore[misc]
+    w = band * (rhi - rlo)
+    a, b = (rhi - w, min(rhi + w, hi)) if side == "high" else (max(rlo - w, lo), rlo + w)
+    if ref.type == "int":
+        return (int(round(a)), int(round(b)))
+    return (float(f"{a:.6g}"), float(f"{b:.6g}"))
+
+
+def _mode_text(mode: DifficultyMode, diagnosis: Diagnosis | None) -> str:
+    return f"mode {mode.id}: {mode.description}" + (f" | {diagnosis.text()}" if diagnosis else "")
+
+
+def back_off(ref: FactorDef, current: FactorDef) -> EditValue:
+    """The program's current range of a number factor moved halfway towards the ID range's centre (the
+    rules writer's repair when scenes from the hard end fail validation)."""
+    if current.type == "choice" or current.range is None or ref.range is None:
+        raise ValueError(f"cannot back off the choice factor {ref.name!r}: the rules writer has no other "
+                         "template for it")
+    lo, hi = current.range
+    centre = (ref.range[0] + ref.range[1]) / 2
+    shift = (centre - (lo + hi) / 2) / 2
+    if abs(shift) < 1e-9:
+        raise ValueError(f"factor {ref.name!r} is already centred; nothing left to back off")
+    a, b = lo + shift, hi + shift
+    return (int(round(a)), int(round(b))) if ref.type == "int" else (float(f"{a:.6g}"), float(f"{b:.6g}"))
+
+
+def rules_generation(mode: DifficultyMode, base: GenerationProgram, *, diagnosis: Diagnosis | None = None,
+                     round: int | None = None, feedback: str | None = None,
+                     config: WriterConfig = WriterConfig()) -> GenerationProgram:
+    """The template writer: `programs.edit` of the mode's factor — the diagnosis's own edit when it is
+    about this family's factor, else the mode's side of the range. Given `feedback` on a program already
+    written for this mode (a repair), it backs the edit off halfway towards the range's centre."""
+    source_family = mode.families[0] if mode.families else None
+    name = resolve_factor(mode.factor, base, source_family)
+    text = _mode_text(mode, diagnosis)
+    if feedback and base.mode_id == mode.id and base.parent_id is not None:
+        value = back_off(reference(base, name), base.factor(name))
+        text = f"{text} | backed off after: {feedback[:300]}"
+    elif diagnosis is not None and name == diagnosis.factor and name in diagnosis.edit:
+        known = {f.name for f in base.factors}  # the edit and the task choices it holds under
+        return edit_many(base, {k: v for k, v in diagnosis.edit.items() if k in known}, diagnosis=text,
+                         mode_id=mode.id, round=round)
+    else:
+        value = side_edit(reference(base, name), mode.side, mode.values, band=config.band,
+                          allow_ood=config.allow_ood)
+    return edit_many(base, {name: value}, diagnosis=text, mode_id=mode.id, round=round)
+
+
+def _edit_value(e: FactorEditOut, program: GenerationProgram, config: WriterConfig) -> EditValue:
+    """One proposed edit as a `programs.edit` value; `ValueError` with a message a model can act on."""
+    ref = reference(program, e.factor)
+    if e.choices is not None:
+        if ref.type != "choice":
+            raise ValueError(f"{e.factor!r} is a number factor: give low/high or value, not choices")
+        vals = []
+        for c in e.choices:
+            v, err = check_value(program, e.factor, c, config.allow_ood)
+            if err:
+                raise ValueError(err)
+            vals.append(v)
+        return tuple(vals)
+    if e.low is not None or e.high is not None:
+        if ref.type == "choice" or e.low is None or e.high is None:
+            raise ValueError(f"factor {e.factor!r}: a range needs both low and high, on a number factor")
+        if e.low > e.high:
+            raise ValueError(f"factor {e.factor!r}: low {e.low} is above high {e.high}")
+        for v in (e.low, e.high):
+            _, err = check_value(program, e.factor, v, config.allow_ood)
+            if err:
+                raise ValueError(err)
+        return (int(e.low), int(e.high)) if ref.type == "int" else (float(e.low), float(e.high))
+    if e.value is None:
+        raise ValueError(f"factor {e.factor!r}: give low and high, value, or choices")
+    v, err = check_value(program, e.factor, e.value, config.allow_ood)
+    if err:
+        raise ValueError(err)
+    return int(v) if ref.type == "int" else v
+
+
+def _apply(out: GenerationOut, mode: DifficultyMode, base: GenerationProgram, want: str,
+           pins: dict[str, EditValue], round: int | None, config: WriterConfig) -> GenerationProgram:
+    """The LLM's edits (or source) as a program; `want` must be edited, `pins` (the diagnosis's task
+    context) are added unless the answer set them itself."""
+    raw = out.model_dump_json()
+    meta = {"mode_id": mode.id, "round": base.round if round is None else round,
+            "diagnosis": f"{_mode_text(mode, None)} | {out.rationale}".strip(" |")}
+    program = base
+    if out.source:
+        if not config.allow_source:
+            raise WriterError(GEN_PROMPT, "a new source was not asked for; give factor edits only", raw)
+        try:
+            program = generation_from_source(out.source, parent_id=base.id, **meta)
+        except (ValueError, ValidationError, SyntaxError) as e:
+            raise WriterError(GEN_PROMPT, f"the new source is not a valid program: {e}", raw) from None
+        if program.family != base.family:
+            raise WriterError(GEN_PROMPT, f"FAMILY must stay {base.family!r}", raw)
+    names = [f.name for f in program.factors]
+    changes: dict[str, EditValue] = {}
+    for e in out.edits:
+        if e.factor not in names:
+            close = difflib.get_close_matches(e.factor, names, n=3, cutoff=0.5)
+            hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise WriterError(GEN_PROMPT, f"unknown factor {e.factor!r}.{hint} Factors: {', '.join(names)}",
+                              raw)
+        try:
+            changes[e.factor] = _edit_value(e, program, config)
+        except ValueError as err:
+            raise WriterError(GEN_PROMPT, str(err), raw) from None
+    if not out.source and want not in changes:
+        raise WriterError(GEN_PROMPT, f"edit the mode's factor {want!r} (the edits named "
+                                      f"{sorted(changes) or 'nothing'})", raw)
+    changes = {k: v for k, v in pins.items() if k in names} | changes
+    if changes:
+        program = edit_many(program, changes, **meta)
+    return program
+
+
+def program_errors(program: GenerationProgram, pool: SandboxPool | None = None) -> list[str]:
+    """Static checks (`programs.checks`, the sandbox policy) and, with a pool, one sandbox run with the
+    default factors: the messages a writer must fix (empty when the program may be used)."""
+    errors = [str(e) for e in check_generation(program)]
+    policy = check_program(program.source)
+    if policy is not None:
+        errors.append(f"{policy}\n{policy.traceback}".strip())
+    if not errors and pool is not None:
+        result = pool.run(program.source, program.default_factors(), seed=0)
+        if result.error is not None:
+            errors.append(f"running generate() with the default factors failed: {result.error}\n"
+                          f"{result.error.traceback}".strip())
+    return errors
+
+
+def generation_variables(mode: DifficultyMode, base: GenerationProgram, diagnosis: Diagnosis | None,
+                         config: WriterConfig) -> dict[str, Any]:
+    """Variables of the `writer_generation` prompt."""
+    rows = []
+    for f in base.factors:
+        ref = reference(base, f.name)
+        current = f.choices if f.type == "choice" else f.range
+        allowed = (list(allowed_choices(ref, config.allow_ood)) if ref.type == "choice"
+                   else list(bounds(ref, config.allow_ood)))
+        rows.append({"name": f.name, "group": f.group, "type": f.type, "current": current, "allowed": allowed,
+                     "doc": f.doc})
+    return {"family": base.family, "mode": {"id": mode.id, "description": mode.description,
+                                            "factor": mode.factor, "phase": mode.phase, "side": mode.side},
+            "diagnosis": diagnosis.text() if diagnosis else "", "factors": rows,
+            "source": base.source if config.allow_source else "", "feedback": ""}
+
+
+def write_generation_program(mode: DifficultyMode, base: GenerationProgram, llm: LLM | None = None,
+                             feedback: str | None = None, *, diagnosis: Diagnosis | None = None,
+                             round: int | None = None, pool: SandboxPool | None = None,
+                             config: WriterConfig = WriterConfig()) -> GenerationProgram:
+    """A generation program for `mode`, derived from `base` (rules without an LLM). Raises `WriterError`
+    when the LLM's answer (after `config.retries` retries) is unusable or fails the checks."""
+    if llm is None:
+        program = rules_generation(mode, base, diagnosis=diagnosis, round=round, feedback=feedback,
+                                   config=config)
+        errors = program_errors(program, pool)
+        if errors:  # a template edit of a checked program: a broken base, not a writer mistake
+            raise ValueError("the edited program fails its checks:\n" + "\n".join(errors))
+        return program
+    want = resolve_factor(mode.factor, base, mode.families[0] if mode.families else None)  # before asking
+    pins = ({k: v for k, v in diagnosis.edit.items() if k != diagnosis.factor}
+            if diagnosis is not None and diagnosis.factor == want else {})
+    variables = generation_variables(mode, base, diagnosis, config)
+    budget = config.max_tokens_source if config.allow_source else config.max_tokens_edit
+    note = feedback or ""
+    for attempt in range(config.retries + 1):
+        try:
+            out = llm.structured(GEN_PROMPT, {**variables, "feedback": note}, GenerationOut,
+                                 max_tokens=budget)
+            program = _apply(out, mode, base, want, pins, round, config)
+            errors = program_errors(program, pool)
+            if errors:
+                raise WriterError(GEN_PROMPT, "the program fails its checks:\n" + "\n".join(errors),
+                                  out.model_dump_json())
+            return program
+        except LLMOutputError as e:
+            if attempt == config.retries:
+                raise
+            note = e.feedback()
+    raise AssertionError("unreachable")
+
+
+# ---- training programs -----------------------------------------------------------------------------------
+def _with(base: TrainingProgram, **update: Any) -> TrainingProgram:
+    return TrainingProgram.model_validate({**base.model_dump(exclude={"id"}), **update})
+
+
+def rules_training(diagnosis: Diagnosis, base: TrainingProgram, *, mode_id: str | None = None,
+                   round: int | None = None, evidence: Evidence | None = None,
+                   config: WriterConfig = WriterConfig()) -> TrainingProgram:
+    """The seed program with the mode and diagnosis recorded, plus (when `config.emphasis` and the phase
+    allows) one subgoal staging the diagnosed phase more finely — kept only if it passes the checks and,
+    with `evidence`, agrees with the demonstrations at least as well as the plain program."""
+    meta = {"parent_id": base.id, "mode_id": mode_id or base.mode_id,
+            "round": base.round if round is None else round, "diagnosis": diagnosis.text()}
+    plain = _with(base, **meta)
+    if not config.emphasis:
+        return plain
+    extra = emphasise(base, diagnosis.phase)
+    if extra is None:
+        return plain
+    k, sub = extra
+    staged = _with(plain, subgoals=[*base.subgoals[:k], sub, *base.subgoals[k:]],
+                   diagnosis=f"{diagnosis.text()} (emphasis: {sub.name})")
+    if check_training(staged):
+        return plain
+    if evidence is not None and agreement(staged, evidence.episodes) < min(
+            agreement(plain, evidence.episodes), evidence.threshold):
+        return plain
+    return staged
+
+
+def subgoals_program(out: SubgoalsOut, base: TrainingProgram, meta: dict[str, Any]) -> TrainingProgram:
+    """The LLM's subgoals as a checked program over the base's roles; the last `done` is the base's
+    verifier (so Φ = m iff the task succeeds). `WriterError` on any problem."""
+    raw = out.model_dump_json()
+    subs = [s.model_dump() for s in out.subgoals]
+    verifier = base.subgoals[-1].done
+    note = ""
+    if subs[-1]["done"].replace(" ", "") != verifier.replace(" ", ""):
+        note = f" (last done replaced by the verifier {verifier!r})"
+        subs[-1]["done"] = verifier
+    for i, sub in enumerate(subs, 1):
+        if not re.match(NAME_PATTERN, sub["name"]):
+            raise WriterError(TRAIN_PROMPT, f"subgoal {i} name {sub['name']!r} must be snake_case "
+                                            "(lower-case letters, digits and _)", raw)
+    try:
+        tp = _with(base, subgoals=[Subgoal(**s) for s in subs],
+                   **{**meta, "diagnosis": meta["diagnosis"] + note})
+    except ValidationError as e:
+        detail = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
+        raise WriterError(TRAIN_PROMPT, detail, raw) from None
+    errors = check_training(tp)
+    if errors:
+        raise WriterError(TRAIN_PROMPT, "the subgoals fail their checks:\n" + "\n".join(map(str, errors)),
+                          raw)
+    return tp
+
+
+def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None = None, *,
+                           mode_id: str | None = None, round: int | None = None,
+                           evidence: Evidence | None = None, feedback: str | None = None,
+                           config: WriterConfig = WriterConfig()) -> TrainingProgram:
+    """A training program for the diagnosed difficulty (rules without an LLM). With `evidence` (expert
+    demos) the LLM's program is refined when it agrees below the threshold (`programs.refine`)."""
+    if llm is None:
+        return rules_training(diagnosis, base, mode_id=mode_id, round=round, evidence=evidence, config=config)
+    meta = {"parent_id": base.id, "mode_id": mode_id or base.mode_id,
+            "round": base.round if round is None else round, "diagnosis": diagnosis.text()}
+    variables = training_variables(base, diagnosis)
+    note = feedback or ""
+    for attempt in range(config.retries + 1):
+        try:
+            out = llm.structured(TRAIN_PROMPT, {**variables, "feedback": note}, SubgoalsOut,
+                                 max_tokens=config.max_tokens_subgoals)
+            tp = subgoals_program(out, base, meta)
+            return refine(tp, evidence) if evidence is not None else tp
+        except LLMOutputError as e:
+            if attempt == config.retries:
+                raise
+            note = e.feedback()
+    raise AssertionError("unreachable")

@@ -1,0 +1,248 @@
+"""The critic: failure summaries, the rules critic's evidence, the LLM critic's validation and retries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.critic import (
+    AnswerError,
+    CriticConfig,
+    DiagnosisOut,
+    answer_to_diagnosis,
+    band_edit,
+    diagnose,
+    reference,
+    summarize_failure,
+)
+from agents.critic_factors import read_factors, scene_context
+from agents.critic_rules import rank_factors
+from agents.critic_summary import FailureSummary
+from agents.llm.base import LLMOutputError
+from programs.seeds import seed_library
+from sim.episode import Episode, ExpertPolicy, run_episode
+from sim.families import get_family
+from sim.scene import SceneSpec
+from tests.fakes.agents_fakes import (
+    idle_failure,
+    pick_place_scene,
+    queued_llm,
+    slip_lift_failure,
+    yaw_grasp_failure,
+)
+
+GEN = seed_library()["pick_place"][0]
+
+
+def test_summary_reads_timeline_numbers_events_and_factors():
+    sm = summarize_failure(yaw_grasp_failure(0.55), schema=GEN.factors, episode_id="ep_7")
+    assert sm.episode_id == "ep_7" and sm.failing_phase == "grasp"
+    assert [p.phase for p in sm.timeline] == ["approach", "grasp", "approach"]
+    assert sm.numbers["yaw_misalignment"] == pytest.approx(0.55, abs=1e-3)
+    assert sm.numbers["gripper_opening"] == pytest.approx(sm.numbers["object_width_across_fingers"], abs=2e-3)
+    yaw = sm.factor("obj_yaw")
+    assert yaw is not None and yaw.position == pytest.approx(0.55 / 0.6, abs=1e-3) and "high edge" in yaw.note
+    text = sm.text()
+    assert "failing phase: grasp" in text and "0.55 rad" in text and "obj_yaw = 0.550" in text
+    assert sm.factor("template").note == ""  # a template index is a category, not an edge
+
+
+def test_rules_critic_names_yaw_for_a_jammed_grasp_and_edits_towards_it():
+    dx = diagnose(yaw_grasp_failure(0.55), GEN)
+    assert (dx.factor, dx.phase, dx.factor_group, dx.critic_id) == ("obj_yaw", "grasp", "spatial", "rules")
+    assert dx.edit["obj_yaw"] == (0.3, 0.6)  # at least as extreme as 0.55, inside the ID range
+    assert dx.side == "high" and dx.confidence > 0.8
+    assert "0.55 rad" in dx.explanation
+
+
+def test_rules_critic_blames_mass_or_friction_for_a_slip_and_is_unsure_between_them():
+    dx = diagnose(slip_lift_failure(mass=0.195, friction=0.82), GEN)
+    assert dx.phase == "lift" and dx.factor in ("mass", "friction")
+    assert dx.confidence < 0.7
+    # a light, grippy object: the slip now points at the factor on its hard side only
+    dx2 = diagnose(slip_lift_failure(mass=0.06, friction=0.84), GEN)
+    assert dx2.factor == "friction" and dx2.side == "low"
+
+
+@pytest.mark.parametrize(("factor", "value"), [("paraphrase", True), ("color", "purple")])
+def test_rules_critic_blames_an_unseen_instruction_or_colour_when_the_hand_barely_moves(factor, value):
+    dx = diagnose(idle_failure(**{factor: value}), GEN, config=CriticConfig(allow_ood=True))
+    assert (dx.factor, dx.phase, dx.edit) == (factor, "approach", {factor: value})
+    assert dx.side == "values"
+
+
+def test_unseen_choices_are_only_named_when_edits_may_use_them():
+    dx = diagnose(idle_failure(paraphrase=True), GEN)  # default: no OOD edits, so not the paraphrase
+    assert dx.factor != "paraphrase" and dx.phase == "approach"
+    assert all(v is not True for v in dx.edit.values())
+
+
+def test_out_of_range_scene_values_are_clipped_into_the_allowed_edit():
+    dx = diagnose(yaw_grasp_failure(0.9), GEN)  # an OOD yaw; edits stay in the ID range by default
+    assert dx.edit["obj_yaw"] == (0.3, 0.6)
+    dx_ood = diagnose(yaw_grasp_failure(0.9), GEN, config=CriticConfig(allow_ood=True))
+    assert dx_ood.edit["obj_yaw"] == (0.9, 1.5)  # from the failing value out to the OOD bound
+
+
+def test_band_edit_stays_on_its_side_and_inside_the_bounds():
+    ref = reference(GEN, "friction")  # ID [0.8, 1.2], OOD [0.5, 1.2]
+    assert band_edit(ref, 0.81, -1, band=0.25, allow_ood=False) == (0.8, 0.9)  # at least a quarter wide
+    assert band_edit(ref, 0.93, -1, band=0.25, allow_ood=False) == (0.8, 0.93)  # up to the failing value
+    assert band_edit(ref, 1.05, -1, band=0.25, allow_ood=False) == (0.8, 1.0)  # at most half the range
+    assert band_edit(ref, 1.1, 1, band=0.25, allow_ood=False) == (1.1, 1.2)
+    assert band_edit(ref, 0.6, -1, band=0.25, allow_ood=True) == (0.5, 0.6)
+
+
+def test_a_successful_episode_is_not_diagnosed():
+    ep = yaw_grasp_failure()
+    ep.success, ep.failing_phase = True, None
+    with pytest.raises(ValueError, match="succeeded"):
+        diagnose(ep, GEN)
+
+
+def test_rules_critic_on_a_real_stalled_episode():
+    """A real rollout: a policy that holds still. The summary reads the simulator's states."""
+    fam = get_family("pick_place")
+    scene = pick_place_scene(obj_x=0.11, obj_y=-0.19)
+    ep = run_episode(scene, lambda obs: np.zeros((1, 7)), max_steps=30)
+    assert isinstance(ep, Episode) and not ep.success and ep.failing_phase == "approach"
+    sm = summarize_failure(ep, schema=GEN.factors)
+    assert sm.flags["stalled"] == 1.0 and sm.flags["ee_path"] < 0.05
+    ranked = rank_factors(sm, {f.name for f in GEN.factors})
+    assert ranked[0].reading.name in ("obj_x", "obj_y") and "further from the robot" in ranked[0].reasons[0]
+    assert fam.phases[0] == "approach"
+
+
+# ---- the LLM critic ---------------------------------------------------------------------------------------
+GOOD = {"factor": "obj_yaw", "phase": "grasp", "explanation": "The cube was turned 0.55 rad.", "value": 0.5,
+        "confidence": 0.8}
+
+
+def test_llm_critic_validates_and_builds_a_diagnosis():
+    llm, completer = queued_llm(GOOD)
+    dx = diagnose(yaw_grasp_failure(), GEN, llm, critic="llm")
+    assert (dx.factor, dx.phase, dx.critic_id, dx.confidence) == ("obj_yaw", "grasp", "fake/fake-model", 0.8)
+    lo, hi = dx.edit["obj_yaw"]
+    assert lo < 0.5 < hi
+    user = completer.requests[0].user
+    assert "obj_yaw [spatial] = 0.55" in user and "0.55 rad" in user and "grasp" in user
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ({**GOOD, "factor": "object_yaw"}, "unknown factor 'object_yaw'. Did you mean 'obj_yaw'"),
+    ({**GOOD, "phase": "grasping"}, "unknown phase 'grasping'; choose one of: approach, grasp"),
+    ({**GOOD, "value": 2.5}, "outside its allowed range [-0.6, 0.6]"),
+    ({**GOOD, "value": "sideways"}, "'sideways' is not"),
+    ({**GOOD, "factor": "color", "value": "purple"}, "'purple' is not a choice of factor 'color'"),
+    ({**GOOD, "explanation": "  "}, "explanation is empty"),
+])
+def test_llm_critic_feeds_schema_violations_back_and_retries(bad, message):
+    llm, completer = queued_llm(bad, GOOD)
+    dx = diagnose(yaw_grasp_failure(), GEN, llm, critic="llm")
+    assert dx.factor == "obj_yaw"
+    assert len(completer.requests) == 2
+    assert message in completer.requests[1].user  # the error reached the second attempt's prompt
+    assert "could not be used" in completer.requests[1].user
+
+
+def test_llm_critic_retries_malformed_and_truncated_output_then_reports_the_last_error():
+    from agents.llm.base import Completion
+
+    truncated = Completion(text='{"factor": "obj_y', tool_called=True, finish_reason="length")
+    llm, completer = queued_llm("I think it was the yaw.", "{not json", truncated)
+    with pytest.raises(LLMOutputError) as info:
+        diagnose(yaw_grasp_failure(), GEN, llm, critic="llm", config=CriticConfig(retries=2))
+    assert info.value.problem == "truncated" and len(completer.requests) == 3
+    assert "invalid_json" in completer.requests[2].user  # each retry saw the previous problem
+
+
+def test_llm_critic_gives_up_with_a_clear_schema_error():
+    llm, _ = queued_llm({**GOOD, "factor": "weather"}, {**GOOD, "factor": "weather"})
+    with pytest.raises(AnswerError) as info:
+        diagnose(yaw_grasp_failure(), GEN, llm, critic="llm", config=CriticConfig(retries=1))
+    assert info.value.problem == "schema" and "unknown factor 'weather'" in info.value.feedback()
+
+
+def test_answer_choice_values_are_coerced_and_pinned():
+    sm = summarize_failure(idle_failure(paraphrase=True), schema=GEN.factors)
+    out = DiagnosisOut(factor="paraphrase", phase="approach", explanation="unseen wording", value="true")
+    dx = answer_to_diagnosis(out, sm, GEN, CriticConfig(allow_ood=True), "x")
+    assert dx.edit == {"paraphrase": True} and dx.side == "values"
+    with pytest.raises(AnswerError, match="not a choice"):  # True is an OOD value: refused without allow_ood
+        answer_to_diagnosis(out, sm, GEN, CriticConfig(), "x")
+
+
+def test_critic_arguments_are_checked():
+    with pytest.raises(ValueError, match="needs an llm"):
+        diagnose(yaw_grasp_failure(), GEN, None, critic="llm")
+    with pytest.raises(ValueError, match="unknown critic"):
+        diagnose(yaw_grasp_failure(), GEN, None, critic="oracle")  # type: ignore[arg-type]
+
+
+# ---- which factors matter in a scene --------------------------------------------------------------------
+def stack_insert_scene(task: str) -> SceneSpec:
+    fam = get_family("stack_insert")
+    factors = fam.default_factors()
+    factors["task"]["task"] = task
+    return fam.make_scene(factors, seed=1)
+
+
+def test_factors_that_do_not_shape_the_scene_are_dead_and_context_is_found():
+    insert = stack_insert_scene("insert")
+    live = {r.name: r.live for r in read_factors(insert, get_family("stack_insert").factors)}
+    assert not live["block_size"] and not live["base_size"] and live["peg_size"] and live["hole"]
+    assert scene_context(insert, "peg_size") == {"task": "insert"}
+    assert scene_context(stack_insert_scene("stack"), "block_size") == {"task": "stack"}
+    assert scene_context(insert, "mass") == {}
+
+
+def test_llm_critic_may_not_name_a_factor_that_does_not_shape_the_scene():
+    scene = stack_insert_scene("insert")
+    gen = seed_library()["stack_insert"][0]
+    sm = FailureSummary(episode_id="e", family="stack_insert", instruction=scene.instruction, success=False,
+                        failing_phase="grasp", steps=10, timeline=(), subject="peg", target="holeblock",
+                        failure_step=5, factors=read_factors(scene, gen.factors), scene=scene)
+    out = DiagnosisOut(factor="block_size", phase="grasp", explanation="too wide")
+    with pytest.raises(AnswerError, match="'block_size' does not change this scene"):
+        answer_to_diagnosis(out, sm, gen, CriticConfig(), "x")
+    dx = answer_to_diagnosis(out.model_copy(update={"factor": "peg_size"}), sm, gen, CriticConfig(), "x")
+    assert dx.edit["task"] == "insert" and set(dx.edit) == {"peg_size", "task"}  # the context travels along
+
+
+class LetGoOfTheHandle:
+    """The articulated expert, but it opens the gripper 15 steps into the drag."""
+
+    def __init__(self, scene: SceneSpec) -> None:
+        self.expert, self.k = ExpertPolicy(scene), 0
+
+    def __call__(self, obs):
+        a = self.expert(obs)[0].copy()
+        if self.expert.expert.phase in ("pull", "push"):
+            self.k += 1
+            a[6] = -1.0 if self.k > 15 else a[6]
+        return a[None]
+
+
+def test_summary_of_a_real_articulated_failure():
+    scene = get_family("articulated").sample_scene(1)
+    ep = run_episode(scene, LetGoOfTheHandle(scene))
+    assert not ep.success and ep.failing_phase == "pull"
+    sm = summarize_failure(ep)
+    assert sm.subject == "cabinet/drawer0" and sm.target == "" and sm.flags["grasp_lost"] == 1.0
+    assert "slipped out of the fingers" in sm.text() and 0.3 < sm.numbers["open_fraction"] < 0.75
+    dx = diagnose(ep, seed_library()["articulated"][0])
+    assert dx.phase == "pull" and "slipped out of the fingers while dragging" in dx.explanation
+
+
+def test_keyframes_go_to_image_capable_models_only(tmp_path):
+    from sim.render import save_png
+
+    ep = yaw_grasp_failure()
+    frames = [save_png(np.zeros((8, 8, 3), np.uint8), tmp_path / f"k{i}.png") for i in range(4)]
+    ep.keyframes = [str(p) for p in frames]
+    llm, completer = queued_llm(GOOD, images=True)
+    diagnose(ep, GEN, llm, critic="llm")
+    assert len(completer.requests[0].images) == 3  # CriticConfig.max_keyframes, the last ones
+    llm, completer = queued_llm(GOOD)
+    diagnose(ep, GEN, llm, critic="llm")
+    assert completer.requests[0].images == ()

@@ -1,0 +1,135 @@
+"""The contract every LLM backend that can run offline must honour, run against each of them:
+
+- `replay`: the recorded fixture, made with the real local server by `python -m agents.llm.bench
+  --models qwen2.5-coder-1.5b --threads 1 --no-extra-buffers --record tests/agents/fixtures/llm_replay.json`
+  (delete the file first to re-record; needed whenever a contract prompt, its variables or schema change);
+- `openai`: ChatOpenAI against the fake endpoint of `tests/fakes/openai_server.py`;
+- `local`: the real embedded llama.cpp server (slow: starts it once for the module).
+
+The `rules` backend has a different contract (no text; functions per prompt): see test_llm_registry.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from agents.llm import (
+    LLM,
+    CallLog,
+    LLMUnsupportedError,
+    LocalCompleter,
+    LocalConfig,
+    OpenAICompleter,
+    OpenAIConfig,
+    PromptedLLM,
+    PromptError,
+    ReplayCompleter,
+    ResponseCache,
+)
+from agents.llm.base import Completer
+from agents.llm.bench import CASES, Case
+
+FIXTURE = Path(__file__).parent / "fixtures" / "llm_replay.json"
+STRUCTURED = [c for c in CASES if c.schema is not None]
+TEXT = [c for c in CASES if c.schema is None]
+DIAGNOSE = STRUCTURED[0]
+
+Factory = Callable[[Path], tuple[LLM, CallLog]]  # tmp dir -> fresh LLM (own cache + log) over one backend
+
+
+def _factory(completer: Completer) -> Factory:
+    def make(tmp: Path) -> tuple[LLM, CallLog]:
+        log = CallLog(tmp / "calls.jsonl")
+        return PromptedLLM(completer, cache=ResponseCache(tmp / "cache.sqlite"), call_log=log), log
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def local_completer() -> Iterator[LocalCompleter]:
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    completer = LocalCompleter(LocalConfig(n_threads=1))  # tests share the cores
+    completer.start()
+    yield completer
+    completer.close()
+
+
+@pytest.fixture(params=["replay", "openai", pytest.param("local", marks=pytest.mark.slow)])
+def backend(request: pytest.FixtureRequest) -> Iterator[tuple[str, Factory]]:
+    if request.param == "replay":
+        yield "replay", _factory(ReplayCompleter(FIXTURE))
+    elif request.param == "openai":
+        server = request.getfixturevalue("fake_openai")
+        yield "openai", _factory(_openai(server.base_url))
+    else:
+        yield "local", _factory(request.getfixturevalue("local_completer"))
+
+
+def _openai(base_url: str) -> OpenAICompleter:
+    return OpenAICompleter(OpenAIConfig(base_url=base_url, model="fake", max_retries=0))
+
+
+def _ask(llm: LLM, case: Case) -> BaseModel | str:
+    if case.schema is None:
+        return llm.text(case.prompt, case.variables, max_tokens=case.max_tokens)
+    return llm.structured(case.prompt, case.variables, case.schema, max_tokens=case.max_tokens)
+
+
+@pytest.mark.parametrize("case", STRUCTURED, ids=lambda c: c.name)
+def test_structured_returns_an_instance_of_the_schema(backend, case: Case, tmp_path: Path) -> None:
+    name, make = backend
+    llm, _ = make(tmp_path)
+    answer = _ask(llm, case)
+    assert isinstance(answer, case.schema)
+    assert case.schema.model_validate(answer.model_dump()) == answer
+    assert llm.backend == name
+
+
+@pytest.mark.parametrize("case", TEXT, ids=lambda c: c.name)
+def test_text_returns_nonempty_text(backend, case: Case, tmp_path: Path) -> None:
+    llm, _ = backend[1](tmp_path)
+    answer = _ask(llm, case)
+    assert isinstance(answer, str) and answer.strip()
+
+
+def test_every_call_is_logged_and_a_repeat_is_a_cache_hit(backend, tmp_path: Path) -> None:
+    name, make = backend
+    llm, log = make(tmp_path)
+    first, second = _ask(llm, DIAGNOSE), _ask(llm, DIAGNOSE)
+    assert first == second
+    rows = log.read()
+    assert [r["cache_hit"] for r in rows] == [False, True]
+    for r in rows:
+        assert r["prompt_name"] == DIAGNOSE.prompt and len(r["prompt_hash"]) == 16
+        assert r["backend"] == name and r["kind"] == "structured" and r["schema"] == "FailureDiagnosis"
+        assert r["ok"] and r["latency_s"] >= 0
+        assert r["tokens_in"] > 0 and r["tokens_out"] > 0
+    assert rows[0]["prompt_hash"] == rows[1]["prompt_hash"]
+
+
+def test_the_cache_survives_a_rerun(backend, tmp_path: Path) -> None:
+    make = backend[1]
+    first = _ask(make(tmp_path)[0], DIAGNOSE)
+    llm, log = make(tmp_path)  # a new process would build exactly this: same files, new objects
+    assert _ask(llm, DIAGNOSE) == first
+    assert [r["cache_hit"] for r in log.read()] == [False, True]
+
+
+def test_a_missing_variable_fails_before_the_backend_is_asked(backend, tmp_path: Path) -> None:
+    llm, log = backend[1](tmp_path)
+    variables = {k: v for k, v in DIAGNOSE.variables.items() if k != "summary"}
+    with pytest.raises(PromptError, match="summary"):
+        llm.structured(DIAGNOSE.prompt, variables, DIAGNOSE.schema)
+    assert log.read() == []
+
+
+def test_images_are_refused_by_a_text_only_backend(backend, tmp_path: Path) -> None:
+    llm, _ = backend[1](tmp_path)
+    if llm.supports_images:
+        pytest.skip(f"{backend[0]} accepts images")
+    with pytest.raises(LLMUnsupportedError, match="images"):
+        llm.structured(DIAGNOSE.prompt, DIAGNOSE.variables, DIAGNOSE.schema, images=[b"\x89PNG"])

@@ -1,0 +1,258 @@
+"""The writer: rules and LLM generation programs (edits, checks, sandbox), rules and LLM training programs
+(emphasis, verifier, expression checks, refinement)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.llm.base import LLMOutputError
+from agents.writer import (
+    WriterConfig,
+    WriterError,
+    resolve_factor,
+    write_generation_program,
+    write_training_program,
+)
+from memory.types import Diagnosis, DifficultyMode
+from programs.checks import check_generation, check_training
+from programs.refine import Evidence
+from programs.seeds import seed_library
+from programs.source import schema_from_source
+from sandbox import PoolConfig, SandboxPool
+from sim.episode import run_episode
+from sim.families import get_family
+from tests.fakes.agents_fakes import queued_llm
+
+LIB = seed_library()
+GEN, TRAIN = LIB["pick_place"]
+
+
+def mode(factor: str = "obj_yaw", side: str | None = "high", phase: str = "grasp", values=(),
+         families=("pick_place",)) -> DifficultyMode:
+    return DifficultyMode(id=f"{factor}_{phase}", description=f"{factor} {side} breaks {phase}",
+                          factor_group="spatial", factor=factor, phase=phase, side=side, values=values,
+                          families=families)
+
+
+def dx(factor: str = "obj_yaw", edit=(0.45, 0.6), phase: str = "grasp") -> Diagnosis:
+    return Diagnosis(episode_id="ep_1", factor_group="spatial", factor=factor, phase=phase,
+                     explanation="the gripper was 0.5 rad off the cube's faces", edit={factor: edit},
+                     side="high")
+
+
+# ---- generation, rules -----------------------------------------------------------------------------------
+def test_rules_writer_edits_the_modes_side_and_keeps_source_and_schema_in_step():
+    p = write_generation_program(mode(), GEN, None, round=3)
+    f = p.factor("obj_yaw")
+    assert f.range == (0.3, 0.6) and f.default == 0.3
+    assert (p.mode_id, p.parent_id, p.round, p.family) == ("obj_yaw_grasp", GEN.id, 3, "pick_place")
+    assert schema_from_source(p.source) == p.factors and check_generation(p) == []
+    assert "obj_yaw high breaks grasp" in p.diagnosis
+    assert write_generation_program(mode(side="low"), GEN, None).factor("obj_yaw").range == (-0.6, -0.3)
+
+
+def test_rules_writer_prefers_the_diagnosis_edit_and_handles_choices():
+    p = write_generation_program(mode(), GEN, None, diagnosis=dx(edit=(0.5, 0.58)))
+    assert p.factor("obj_yaw").range == (0.5, 0.58) and "0.5 rad" in p.diagnosis
+    shape = mode("shape", side="values", values=('"cylinder"',))
+    assert write_generation_program(shape, GEN, None).factor("shape").choices == ("cylinder",)
+    with pytest.raises(ValueError, match="no allowed value"):  # an unseen value needs allow_ood
+        write_generation_program(mode("shape", side="values", values=('"block"',)), GEN, None)
+    ood = write_generation_program(mode("shape", side="values", values=('"block"',)), GEN, None,
+                                   config=WriterConfig(allow_ood=True))
+    assert ood.factor("shape").choices == ("block",)
+
+
+def test_a_mode_from_another_family_maps_to_the_factor_of_the_same_kind():
+    stack = LIB["stack_insert"][0]
+    assert resolve_factor("obj_yaw", stack, "pick_place") == "piece_yaw"
+    assert resolve_factor("target_x", stack, "pick_place") == "base_x"
+    p = write_generation_program(mode(), stack, None)
+    assert p.factor("piece_yaw").range == (0.3, 0.6) and p.family == "stack_insert"
+    with pytest.raises(ValueError, match="no factor 'obj_yaw'"):
+        write_generation_program(mode(), LIB["articulated"][0], None)
+
+
+# ---- generation, LLM ---------------------------------------------------------------------------------------
+EDITS = {"edits": [{"factor": "obj_yaw", "low": 0.4, "high": 0.6}, {"factor": "shape", "choices": ["cube"]}],
+         "rationale": "square objects turned far from the gripper"}
+
+
+def test_llm_writer_applies_checked_edits_in_one_lineage_step():
+    llm, completer = queued_llm(EDITS)
+    p = write_generation_program(mode(), GEN, llm, diagnosis=dx(), round=2)
+    assert p.factor("obj_yaw").range == (0.4, 0.6) and p.factor("shape").choices == ("cube",)
+    assert (p.parent_id, p.mode_id, p.round) == (GEN.id, "obj_yaw_grasp", 2)
+    assert "square objects" in p.diagnosis and check_generation(p) == []
+    user = completer.requests[0].user
+    assert "obj_yaw [spatial, float]: current (-0.6, 0.6); allowed [-0.6, 0.6]" in user and "0.5 rad" in user
+    assert "def generate" not in user  # no source unless asked for
+
+
+@pytest.mark.parametrize(("edits", "message"), [
+    ([{"factor": "object_yaw", "low": 0.4, "high": 0.6}],
+     "unknown factor 'object_yaw'. Did you mean 'obj_yaw'"),
+    ([{"factor": "obj_yaw", "low": 0.4, "high": 0.9}], "outside its allowed range [-0.6, 0.6]"),
+    ([{"factor": "obj_yaw", "low": 0.5, "high": 0.4}], "low 0.5 is above high 0.4"),
+    ([{"factor": "obj_yaw", "low": 0.5}], "needs both low and high"),
+    ([{"factor": "obj_yaw"}], "give low and high, value, or choices"),
+    ([{"factor": "obj_yaw", "choices": ["a"]}], "number factor"),
+    ([{"factor": "shape", "choices": ["pyramid"]}], "'pyramid' is not a choice of factor 'shape'"),
+    ([{"factor": "mass", "value": 0.2}], "edit the mode's factor 'obj_yaw'"),
+])
+def test_llm_writer_reports_bad_edits_for_retry(edits, message):
+    llm, _ = queued_llm({"edits": edits})
+    with pytest.raises(WriterError) as info:
+        write_generation_program(mode(), GEN, llm)
+    assert message in str(info.value) and message in info.value.feedback()
+
+
+def test_llm_writer_retries_with_feedback_and_the_caller_can_pass_feedback():
+    llm, completer = queued_llm({"edits": [{"factor": "obj_yaww", "value": 0.5}]}, EDITS)
+    p = write_generation_program(mode(), GEN, llm, feedback="scene validation: object fell off the table",
+                                 config=WriterConfig(retries=1))
+    assert p.factor("obj_yaw").range == (0.4, 0.6)
+    assert "object fell off the table" in completer.requests[0].user
+    assert "Did you mean 'obj_yaw'" in completer.requests[1].user
+
+
+def test_llm_writer_rejects_malformed_output_without_crashing():
+    llm, _ = queued_llm("Sure! Here are the edits: obj_yaw 0.4-0.6")
+    with pytest.raises(LLMOutputError) as info:
+        write_generation_program(mode(), GEN, llm)
+    assert info.value.problem == "no_tool_call"
+
+
+def test_llm_writer_source_is_checked_statically_and_in_the_sandbox():
+    bad_import = GEN.source.replace("import numpy as np", "import os\nimport numpy as np")
+    llm, _ = queued_llm({"source": bad_import, "edits": []})
+    with pytest.raises(WriterError, match="a new source was not asked for"):
+        write_generation_program(mode(), GEN, llm)
+    cfg = WriterConfig(allow_source=True)
+    llm, completer = queued_llm({"source": bad_import, "edits": []})
+    with pytest.raises(WriterError, match="import of 'os' is not allowed"):
+        write_generation_program(mode(), GEN, llm, config=cfg)
+    assert "def generate" in completer.requests[0].user  # the base source is shown when a rewrite is allowed
+    crashes = GEN.source.replace("    v = _values(factors)", "    v = _values(factors) if 1 / 0 else None", 1)
+    assert crashes != GEN.source
+    with SandboxPool(PoolConfig(workers=1)) as pool:
+        llm, _ = queued_llm({"source": crashes, "edits": [{"factor": "obj_yaw", "low": 0.4, "high": 0.6}]})
+        with pytest.raises(WriterError, match="ZeroDivisionError"):
+            write_generation_program(mode(), GEN, llm, pool=pool, config=cfg)
+        llm, _ = queued_llm({"source": GEN.source, "edits": [{"factor": "obj_yaw", "low": 0.4, "high": 0.6}]})
+        p = write_generation_program(mode(), GEN, llm, pool=pool, config=cfg)
+    assert p.factor("obj_yaw").range == (0.4, 0.6)
+
+
+# ---- training, rules ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("family", "phase", "name", "before"), [
+    ("pick_place", "grasp", "centred_on_object", "grasp"), ("pick_place", "transport", "halfway", "carry"),
+    ("pick_place", "place", "centred_over_target", "place"), ("stack_insert", "align", "halfway", "align"),
+    ("articulated", "pull", "halfway", "move"), ("articulated", "grasp", "at_handle", "grasp"),
+])
+def test_rules_training_adds_a_cumulative_subgoal_for_the_phase(family, phase, name, before):
+    base = LIB[family][1]
+    tp = write_training_program(dx(phase=phase), base, None, mode_id="obj_yaw_grasp", round=2)
+    names = [g.name for g in tp.subgoals]
+    assert names.index(name) == names.index(before) - 1 and tp.m == base.m + 1
+    added = tp.subgoals[names.index(name)]
+    assert added.done.startswith(f"({tp.subgoals[names.index(before)].done}) or (")
+    assert tp.subgoals[-1] == base.subgoals[-1]  # the verifier is untouched
+    assert (tp.parent_id, tp.mode_id, tp.round) == (base.id, "obj_yaw_grasp", 2) and "0.5 rad" in tp.diagnosis
+    assert check_training(tp) == []
+
+
+def test_rules_training_without_emphasis_or_for_a_phase_without_one():
+    plain = write_training_program(dx(), TRAIN, None, config=WriterConfig(emphasis=False))
+    assert plain.subgoals == TRAIN.subgoals and plain.parent_id == TRAIN.id
+    release = write_training_program(dx(phase="release"), LIB["articulated"][1], None)
+    assert release.subgoals == LIB["articulated"][1].subgoals
+
+
+def test_rules_training_keeps_the_emphasis_only_if_demos_agree():
+    demos = [run_episode(get_family("pick_place").sample_scene(0))]
+    assert demos[0].success
+    tp = write_training_program(dx(), TRAIN, None, evidence=Evidence(demos, threshold=0.9))
+    assert "centred_on_object" in [g.name for g in tp.subgoals]
+
+
+# ---- training, LLM --------------------------------------------------------------------------------------
+def stage(name: str, done: str, progress: str = "0.5") -> dict[str, str]:
+    return {"name": name, "done": done, "progress": progress}
+
+
+GOOD_SUBGOALS = {"subgoals": [
+    stage("reach", "dist('ee', object) < 0.03 or grasped(object)",
+          "1 - clip(dist('ee', object) / 0.3, 0, 1)"),
+    stage("grasp", "grasped(object) or on(object, target)", "clip((0.08 - gripper()) / 0.04, 0, 1)"),
+    stage("place", "on(object, target)", "1 - clip(xy_dist(object, target) / 0.3, 0, 1)"),
+]}
+
+
+def test_llm_training_program_is_checked_and_keeps_the_verifier():
+    answer = {"subgoals": [*GOOD_SUBGOALS["subgoals"][:2], stage("place", "lifted(object, 0.1)")]}
+    llm, completer = queued_llm(answer)
+    tp = write_training_program(dx(), TRAIN, llm, mode_id="obj_yaw_grasp")
+    assert [g.name for g in tp.subgoals] == ["reach", "grasp", "place"]
+    assert tp.subgoals[-1].done == TRAIN.subgoals[-1].done and "replaced by the verifier" in tp.diagnosis
+    assert tp.roles == TRAIN.roles and check_training(tp) == []
+    user = completer.requests[0].user
+    assert "grasped(str) -> bool" in user and "exactly: on(object, target)" in user
+
+
+@pytest.mark.parametrize(("subgoals", "message"), [
+    ([stage("reach", "graspd(object)"), stage("place", "on(object, target)")], "did you mean 'grasped'"),
+    ([stage("reach", "dist('ee', object)"), stage("place", "on(object, target)")], "must be true/false"),
+    ([stage("Reach Stage", "grasped(object)"), stage("place", "on(object, target)")],
+     "subgoal 1 name 'Reach Stage' must be snake_case"),
+    ([stage("reach", "grasped(object)"), stage("reach", "on(object, target)")], "duplicate subgoal names"),
+])
+def test_llm_training_errors_are_reported_for_retry(subgoals, message):
+    llm, _ = queued_llm({"subgoals": subgoals})
+    with pytest.raises(WriterError) as info:
+        write_training_program(dx(), TRAIN, llm)
+    assert message in info.value.detail and message in info.value.feedback()
+
+
+def test_llm_training_schema_violation_is_an_output_error():
+    llm, _ = queued_llm({"subgoals": [stage("place", "on(object, target)")]})  # fewer than 2 stages
+    with pytest.raises(LLMOutputError) as info:
+        write_training_program(dx(), TRAIN, llm)
+    assert info.value.problem == "schema" and "subgoals" in info.value.detail
+
+
+def test_rules_writer_repairs_its_own_program_by_backing_off_towards_the_centre():
+    first = write_generation_program(mode(), GEN, None)  # obj_yaw (0.3, 0.6)
+    again = write_generation_program(mode(), GEN, None, "validation: the expert failed on 3 of 4 scenes")
+    assert again.factor("obj_yaw").range == (0.3, 0.6)  # feedback on the seed: nothing of ours to repair
+    fixed = write_generation_program(mode(), first, None, "validation: the expert failed on 3 of 4 scenes")
+    assert fixed.factor("obj_yaw").range == pytest.approx((0.075, 0.375))
+    assert fixed.parent_id == first.id and "backed off" in fixed.diagnosis
+    shape = write_generation_program(mode("shape", side="values", values=('"cylinder"',)), GEN, None)
+    with pytest.raises(ValueError, match="cannot back off the choice factor"):
+        write_generation_program(mode("shape", side="values", values=('"cylinder"',)), shape, None, "invalid")
+
+
+PEG_DX = Diagnosis(episode_id="e", factor_group="attribute", factor="peg_size", phase="insert",
+                   explanation="x", edit={"peg_size": (0.01275, 0.013), "task": "insert"}, side="high")
+
+
+def test_rules_writer_keeps_the_diagnosis_context():
+    stack = LIB["stack_insert"][0]
+    d = PEG_DX
+    m = mode("peg_size", phase="insert", families=("stack_insert",))
+    p = write_generation_program(m, stack, None, diagnosis=d)
+    assert p.factor("peg_size").range == (0.01275, 0.013) and p.factor("task").choices == ("insert",)
+
+
+def test_llm_writer_adds_the_diagnosis_context_and_checks_the_mode_fits_first():
+    stack = LIB["stack_insert"][0]
+    d = PEG_DX
+    m = mode("peg_size", phase="insert", families=("stack_insert",))
+    llm, _ = queued_llm({"edits": [{"factor": "peg_size", "low": 0.0126, "high": 0.013}]})
+    p = write_generation_program(m, stack, llm, diagnosis=d)
+    assert p.factor("peg_size").range == (0.0126, 0.013) and p.factor("task").choices == ("insert",)
+    llm, completer = queued_llm()
+    with pytest.raises(ValueError, match="no factor 'obj_yaw'"):
+        write_generation_program(mode(), LIB["articulated"][0], llm)
+    assert completer.requests == []  # no LLM call for a mode the family cannot express
