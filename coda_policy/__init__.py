@@ -25,8 +25,13 @@ _LAZY = {
     "ChunkDataset": "coda_policy.dataset",
     "ChunkRef": "coda_policy.dataset",
     "load_episodes": "coda_policy.dataset",
-    "evaluate": "coda_policy.evaluate",
+    "EvalResult": "coda_policy.evaluate",
     "CheckpointPolicy": "coda_policy.evaluate",
+    # the critic side (helper modules critic.py, shaping.py, awr.py)
+    "ChunkCritic": "coda_policy.critic",
+    "CriticConfig": "coda_policy.critic",
+    "ShapingConfig": "coda_policy.shaping",
+    "AWRConfig": "coda_policy.awr",
 }
 
 __all__ = list(_LAZY)

@@ -6,8 +6,10 @@ Per seed: roll the SFT policy out on sampled scenes, keep those it fails (plus s
 more rollouts (other sampling seeds) and expert demonstrations there, shape chunk returns per mode
 (`coda_policy.shaping`), fit a fresh chunk critic, and update a copy of the policy by advantage-weighted
 flow matching (`coda_policy.awr`) — or, for `frozen_actor`, leave it and pick among K sampled chunks by Q.
-Success on a fixed held set of in-distribution scenes is measured before and after with the same sampling
-seed. Everything lands under `runs/<name>/aw_round/<checkpoint hash>/`; episodes are reused on rerun.
+Success on a fixed held set of scenes (by default from the family's out-of-distribution ranges, like the
+candidates, since the SFT policy may solve every in-distribution scene) is measured before and after with
+the same sampling seed, beside a smaller regression set from the other ranges. Everything lands under
+`runs/<name>/aw_round/<checkpoint hash>/`; episodes are reused on rerun.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ from coda_policy.awr import (
     AWRConfig,
     QSelectFactory,
     SeededPolicy,
+    advantage_groups,
     advantage_weights,
     build_table,
+    critic_inputs,
+    crossfit_advantages,
     fit_table_critic,
     load_seeded,
-    norm_actions,
     weighted_update,
 )
 from coda_policy.critic import CriticConfig
@@ -61,16 +65,23 @@ class AWRoundConfig:
     modes: tuple[str, ...] = ("text2potential",)
     # round seeds: scene sampling, sampling noise, critic init and minibatches; results are their mean
     seeds: tuple[int, ...] = (0, 1, 2)
+    # candidate and held scenes come from the family's out-of-distribution factor ranges (where the SFT
+    # policy fails; in distribution it may solve everything); False: in-distribution ranges
+    ood: bool = True
     # candidate scenes the SFT policy is tried on, per seed
-    candidates: int = 60
+    candidates: int = 40
     # solved candidate scenes kept per failed one (at least one when any was solved)
     solved_per_failed: float = 0.5
     # extra policy rollouts (other sampling seeds) on each kept scene
-    rollouts_per_scene: int = 2
+    rollouts_per_scene: int = 1
     # expert chunks start every this many steps of a demonstration
     demo_stride: int = 2
-    # held in-distribution scenes for before/after (the same set for every seed)
+    # SFT demonstrations (<run>/episodes/round_00) replayed beside the round's data, against forgetting
+    replay: int = 60
+    # held scenes for before/after, from the same ranges as the candidates (one set for every seed)
     held: int = 50
+    # extra held scenes from the other ranges (a regression check; 0 = skip)
+    held_other: int = 20
     # first seed of candidate scenes (seed k uses scene_seed0 + 1000·k + i) and of held scenes
     scene_seed0: int = 300_000
     held_seed0: int = 200_000
@@ -82,9 +93,10 @@ class AWRoundConfig:
     awr: AWRConfig = field(default_factory=AWRConfig)
     # frozen_actor: chunks sampled per decision
     select_k: int = 8
-    # episode pool workers; torch threads for training in this process
+    # episode pool workers
     workers: int = 2
-    threads: int = 2
+    # torch threads for training in this process (1: with busy cores, 2 threads ran ~10x slower than 1)
+    threads: int = 1
 
     def __post_init__(self) -> None:
         bad = [m for m in self.modes if m not in SHAPING_MODES]
@@ -103,6 +115,14 @@ class AWRoundConfig:
         return Path(self.runs_dir) / self.name
 
     @property
+    def scene_kind(self) -> str:
+        return "OOD" if self.ood else "ID"
+
+    @property
+    def other_kind(self) -> str:
+        return "ID" if self.ood else "OOD"
+
+    @property
     def checkpoint_path(self) -> Path:
         return Path(self.checkpoint) if self.checkpoint else self.run_dir / "policy" / "round_00.pt"
 
@@ -110,7 +130,8 @@ class AWRoundConfig:
 PRESETS: Registry[AWRoundConfig] = Registry("aw_round preset")
 PRESETS.register("default", AWRoundConfig())
 PRESETS.register("smoke", AWRoundConfig(
-    name="sft_smoke", seeds=(0,), candidates=3, rollouts_per_scene=1, held=3, demo_stride=4, select_k=2,
+    name="sft_smoke", seeds=(0,), candidates=3, rollouts_per_scene=1, held=3, held_other=2, replay=2,
+    demo_stride=4, select_k=2,
     critic=CriticConfig(hidden=32, steps=20, batch_size=32), awr=AWRConfig(steps=5, batch_size=16)))
 
 
@@ -135,9 +156,15 @@ class Ran:
     episode: Episode | None
 
 
+def _saved(job: EpisodeJob) -> bool:
+    """An episode of this job's scene is already saved at its path."""
+    meta = Path(job.out).with_suffix(".json")
+    return meta.exists() and json.loads(meta.read_text())["scene_id"] == job.scene.scene_id
+
+
 def run_jobs(pool: EpisodePool, jobs: list[EpisodeJob], progress: Callable) -> list[Ran]:
     """Run the jobs, reusing any episode an earlier run saved at the same path; saved episodes are loaded."""
-    todo = [j for j in jobs if j.out is None or not Path(j.out).with_suffix(".npz").exists()]
+    todo = [j for j in jobs if j.out is None or not _saved(j)]
     for _ in range(len(jobs) - len(todo)):
         progress(None)
     by_job = {id(j): r for j, r in zip(todo, pool.run(todo, progress), strict=True)}
@@ -166,7 +193,7 @@ def collect(cfg: AWRoundConfig, seed: int, ckpt: Path, pool: EpisodePool, out: P
     episodes (successful demos only) and what happened."""
     fam = get_family(cfg.family)
     seeds = [cfg.scene_seed0 + 1000 * seed + i for i in range(cfg.candidates)]
-    scenes = [fam.sample_scene(s) for s in seeds]
+    scenes = [fam.sample_scene(s, ood=cfg.ood) for s in seeds]
     job = lambda sc, pol, tag: EpisodeJob(scene=sc, policy=pol, out=out / tag, record_every=1)  # noqa: E731
     jobs = [job(sc, SeededPolicy(str(ckpt), seed), f"cand_{s}") for s, sc in zip(seeds, scenes, strict=True)]
     cand = run_jobs(pool, jobs, progress("candidates", len(jobs)))
@@ -176,21 +203,36 @@ def collect(cfg: AWRoundConfig, seed: int, ckpt: Path, pool: EpisodePool, out: P
     jobs += [job(scenes[i], "expert", f"demo_{seeds[i]}") for i in kept]
     more = run_jobs(pool, jobs, progress("rollouts+demos", len(jobs)))
     eps = [r.episode for r in (*[cand[i] for i in kept], *more) if r.episode is not None]
-    train = [e for e in eps if e.policy != "expert" or e.success]
+    replay = replay_demos(cfg, seed)
+    train = [e for e in eps if e.policy != "expert" or e.success] + replay
     info = {"candidates": len(cand), "candidate_success": float(np.mean([r.success for r in cand])),
             "kept_scenes": len(kept), "kept_failed": sum(not cand[i].success for i in kept),
             "rollouts": sum(e.policy != "expert" for e in train),
             "rollout_success": float(np.mean([e.success for e in train if e.policy != "expert"] or [0.0])),
-            "demos": sum(e.policy == "expert" for e in train)}
+            "demos": sum(e.policy == "expert" for e in train) - len(replay),
+            "replayed_sft_demos": len(replay)}
     errors = [r.error for r in (*cand, *more) if r.error]
     info |= {"errors": len(errors), "first_error": errors[0] if errors else None}
     return train, info
 
 
-def held_success(cfg: AWRoundConfig, factory: Any, pool: EpisodePool, progress: Callable) -> float:
-    """Success rate on the held scenes (no episodes saved; errors count as failures)."""
+def replay_demos(cfg: AWRoundConfig, seed: int) -> list[Episode]:
+    """`cfg.replay` successful SFT demos (a seeded sample), recorded every step; none if the run has none."""
+    paths = sorted((cfg.run_dir / "episodes" / "round_00").glob("*.npz"))
+    if not cfg.replay or not paths:
+        return []
+    pick = np.random.default_rng(seed).permutation(len(paths))[: cfg.replay]
+    eps = [Episode.load(paths[i]) for i in sorted(pick)]
+    return [e for e in eps if e.success and len(e.states) == len(e.actions) + 1]
+
+
+def held_success(cfg: AWRoundConfig, factory: Any, pool: EpisodePool, progress: Callable,
+                 other: bool = False) -> float:
+    """Success rate on the held scenes (no episodes saved; errors count as failures); `other`: the
+    regression set from the other factor ranges."""
     fam = get_family(cfg.family)
-    scenes = [fam.sample_scene(cfg.held_seed0 + i) for i in range(cfg.held)]
+    n, ood = (cfg.held_other, not cfg.ood) if other else (cfg.held, cfg.ood)
+    scenes = [fam.sample_scene(cfg.held_seed0 + i, ood=ood) for i in range(n)]
     res = run_jobs(pool, [EpisodeJob(scene=s, policy=factory) for s in scenes], progress)
     return float(np.mean([r.success for r in res]))
 
@@ -209,15 +251,27 @@ def train_mode(cfg: AWRoundConfig, mode: str, seed: int, ckpt: Path, episodes: l
         raise RuntimeError("chunk endpoints differ between shaping modes")  # the table is shared by modes
     table = dataclasses.replace(table, chunks=chunks)
     t0 = time.perf_counter()
-    critic, cm, feats = fit_table_critic(policy, table, dataclasses.replace(cfg.critic, seed=seed))
+    # the frozen actor's critic runs at deployment, where no potential is evaluated (and βΦ(s) is a
+    # constant across the K chunks it ranks, so it could not change the pick anyway)
+    ccfg = dataclasses.replace(cfg.critic, seed=seed,
+                               potential_feature=cfg.critic.potential_feature and mode != "frozen_actor")
+    data = critic_inputs(policy, table, ccfg.potential_feature)
     m: dict[str, Any] = {"chunks": len(chunks), "demo_chunks": int(chunks.demo.sum()),
-                         "return_mean": float(chunks.ret.mean()), "return_std": float(chunks.ret.std()),
-                         "critic": cm, "critic_s": round(time.perf_counter() - t0, 1)}
-    log(f"seed {seed} {mode}: critic td_mse {cm['td_mse']:.4f} explained var {cm['explained_var']:.3f}")
+                         "return_mean": float(chunks.ret.mean()), "return_std": float(chunks.ret.std())}
     if mode == "frozen_actor":
+        critic, m["critic"] = fit_table_critic(data, ccfg)
+        m["critic_s"] = round(time.perf_counter() - t0, 1)
+        _log_critic(log, seed, mode, m["critic"])
         critic_path = critic.save(out / "critic_frozen_actor.pt")
         return QSelectFactory(str(ckpt), str(critic_path), seed, cfg.select_k), m
-    w, m["weights"] = advantage_weights(critic, feats, norm_actions(policy, table.inputs["actions"]), cfg.awr)
+    adv, m["critic"] = crossfit_advantages(data, chunks.episode, ccfg, cfg.awr.folds)
+    m["critic_s"] = round(time.perf_counter() - t0, 1)
+    _log_critic(log, seed, mode, m["critic"])
+    w, m["weights"] = advantage_weights(adv, cfg.awr)
+    groups = advantage_groups(adv, chunks)
+    m["weights"] |= groups
+    log(f"seed {seed} {mode}: mean normalised advantage by chunk source: "
+        + ", ".join(f"{k[4:]} {v:+.2f}" for k, v in groups.items()))
     t0 = time.perf_counter()
     m["update"] = weighted_update(policy, table, w, dataclasses.replace(cfg.awr, seed=seed))
     m["update_s"] = round(time.perf_counter() - t0, 1)
@@ -225,12 +279,17 @@ def train_mode(cfg: AWRoundConfig, mode: str, seed: int, ckpt: Path, episodes: l
     return SeededPolicy(str(path), seed), m
 
 
+def _log_critic(log: Callable, seed: int, mode: str, cm: dict[str, float]) -> None:
+    val = f", held-out episodes {cm['val_explained_var']:.3f}" if "val_explained_var" in cm else ""
+    log(f"seed {seed} {mode}: critic explained variance of TD targets: fit {cm['explained_var']:.3f}{val}")
+
+
 # ---- main ------------------------------------------------------------------------------------------
 def run_seed(cfg: AWRoundConfig, seed: int, ckpt: Path, base: Path, pool: EpisodePool, progress: Callable,
              log: Callable) -> dict[str, Any]:
     out = base / f"seed{seed}"
     t0 = time.perf_counter()
-    episodes, info = collect(cfg, seed, ckpt, pool, out / "episodes", progress)
+    episodes, info = collect(cfg, seed, ckpt, pool, out / f"episodes_{cfg.scene_kind}", progress)
     log(f"seed {seed}: {info}")
     policy = load_seeded(ckpt, seed)
     pc = policy.config
@@ -238,20 +297,30 @@ def run_seed(cfg: AWRoundConfig, seed: int, ckpt: Path, base: Path, pool: Episod
                             rollout_stride=pc.execute)
     table = build_table(episodes, chunks, policy.embedder)
     res: dict[str, Any] = {"data": info, "collect_s": round(time.perf_counter() - t0, 1)}
-    cache = out / f"before_{cfg.held_seed0}_{cfg.held}.json"  # the SFT's held success, reused on rerun
+    # the SFT's held success, reused on rerun
+    cache = out / f"before_{cfg.scene_kind}_{cfg.held_seed0}_{cfg.held}_{cfg.held_other}.json"
     if cache.exists():
-        res["before"] = json.loads(cache.read_text())["success"]
+        res |= json.loads(cache.read_text())
     else:
-        sft = SeededPolicy(str(ckpt), seed)
-        res["before"] = held_success(cfg, sft, pool, progress("held: SFT", cfg.held))
-        cache.write_text(json.dumps({"success": res["before"]}))
+        res |= measure(cfg, SeededPolicy(str(ckpt), seed), pool, progress, "SFT", "before")
+        cache.write_text(json.dumps({k: res[k] for k in ("before", "before_other")}))
     res["modes"] = {}
     for mode in cfg.modes:
         factory, m = train_mode(cfg, mode, seed, ckpt, episodes, table, out, log)
-        m["after"] = held_success(cfg, factory, pool, progress(f"held: {mode}", cfg.held))
+        m |= measure(cfg, factory, pool, progress, mode, "after")
         res["modes"][mode] = m
-        log(f"seed {seed} {mode}: held success {res['before']:.1%} → {m['after']:.1%}")
+        log(f"seed {seed} {mode}: held {cfg.scene_kind} success {res['before']:.1%} → {m['after']:.1%}")
     return res
+
+
+def measure(cfg: AWRoundConfig, factory: Any, pool: EpisodePool, progress: Callable, what: str,
+            key: str) -> dict[str, float | None]:
+    """Held success on the main set and (if any) the other-ranges set."""
+    out: dict[str, float | None] = {key: held_success(cfg, factory, pool, progress(
+        f"held {cfg.scene_kind}: {what}", cfg.held))}
+    out[f"{key}_other"] = held_success(cfg, factory, pool, progress(
+        f"held {cfg.other_kind}: {what}", cfg.held_other), other=True) if cfg.held_other else None
+    return out
 
 
 def summarise(cfg: AWRoundConfig, per_seed: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -260,27 +329,37 @@ def summarise(cfg: AWRoundConfig, per_seed: dict[int, dict[str, Any]]) -> dict[s
     def stat(xs: list[float]) -> dict[str, Any]:
         return {"mean": statistics.fmean(xs), "std": statistics.pstdev(xs), "per_seed": xs}
 
-    out = {"before": stat([r["before"] for r in per_seed.values()])}
-    for mode in cfg.modes:
-        after = [r["modes"][mode]["after"] for r in per_seed.values()]
-        out[mode] = stat(after) | {"delta_mean": statistics.fmean(after) - out["before"]["mean"]}
+    rows = [("before", [r for r in per_seed.values()])]
+    rows += [(mode, [r["modes"][mode] for r in per_seed.values()]) for mode in cfg.modes]
+    out: dict[str, Any] = {}
+    for name, rs in rows:
+        key = "before" if name == "before" else "after"
+        out[name] = stat([r[key] for r in rs])
+        if cfg.held_other:
+            out[name]["other"] = stat([r[f"{key}_other"] for r in rs])
+        if name != "before":
+            out[name]["delta_mean"] = out[name]["mean"] - out["before"]["mean"]
     return out
 
 
 def print_table(console: Any, cfg: AWRoundConfig, summary: dict[str, Any]) -> None:
     from rich.table import Table
 
-    t = Table(title=f"Advantage-weighted round on {cfg.family}: held success ({cfg.held} ID scenes), "
-                    f"{len(cfg.seeds)} seed(s)")
+    t = Table(title=f"Advantage-weighted round on {cfg.family}: held success, {cfg.held} {cfg.scene_kind} "
+                    f"scenes, {len(cfg.seeds)} seed(s)")
     t.add_column("policy")
     for s in cfg.seeds:
         t.add_column(f"seed {s}", justify="right")
     t.add_column("mean ± std", justify="right")
     t.add_column("Δ vs SFT", justify="right")
+    if cfg.held_other:
+        t.add_column(f"{cfg.other_kind} ({cfg.held_other} scenes) mean", justify="right")
     for key, label in (("before", "SFT (before)"), *((m, f"after: {m}") for m in cfg.modes)):
         r = summary[key]
         delta = f"{100 * r['delta_mean']:+.1f} pp" if "delta_mean" in r else ""
-        t.add_row(label, *(f"{x:.1%}" for x in r["per_seed"]), f"{r['mean']:.1%} ± {r['std']:.1%}", delta)
+        other = [f"{r['other']['mean']:.1%}"] if cfg.held_other else []
+        t.add_row(label, *(f"{x:.1%}" for x in r["per_seed"]), f"{r['mean']:.1%} ± {r['std']:.1%}", delta,
+                  *other)
     console.print(t)
 
 

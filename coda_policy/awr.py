@@ -9,6 +9,7 @@ The potential and the critic are training-time only: a deployed, updated policy 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,7 @@ class AWRConfig:
     # samples per step
     batch_size: int = 128
     # AdamW learning rate (below SFT's: this fine-tunes)
-    lr: float = 1e-4
+    lr: float = 3e-4
     # AdamW weight decay
     weight_decay: float = 1e-4
     # share of every minibatch drawn from demonstration chunks (the rest from rollouts); both weighted
@@ -48,6 +49,8 @@ class AWRConfig:
     grad_clip: float = 1.0
     # minibatch sampling seed
     seed: int = 0
+    # cross-fitting folds for Â (split by episode; 1 = in-sample), see `crossfit_advantages`
+    folds: int = 3
 
     def __post_init__(self) -> None:
         if self.tau <= 0 or self.w_max <= 0:
@@ -119,28 +122,74 @@ def norm_actions(policy: Any, actions: Tensor) -> Tensor:
         return policy.normalizer.norm("actions", actions)
 
 
-def fit_table_critic(policy: Any, table: ChunkTable, cfg: CriticConfig, log_every: int = 0,
-                     log: Any = print) -> tuple[ChunkCritic, dict[str, float], Tensor]:
-    """A fresh critic fitted on the table's shaped returns; also returns the pooled features of s_t."""
-    feats, next_feats = pooled_features(policy, table.inputs), pooled_features(policy, table.next_inputs)
+def critic_inputs(policy: Any, table: ChunkTable, potential_feature: bool = False) -> CriticData:
+    """Pooled features at both ends (plus βΦ there when `potential_feature`), normalised chunks and the
+    shaped targets of every chunk."""
     c = table.chunks
     f32 = lambda x: torch.as_tensor(x, dtype=torch.float32)  # noqa: E731
-    data = CriticData(feats, norm_actions(policy, table.inputs["actions"]), next_feats, f32(c.ret),
-                      f32(c.discount), f32(c.bootstrap))
-    critic = ChunkCritic(feats.shape[1], c.actions.shape[1], c.actions.shape[2], cfg)
-    metrics = fit_critic(critic, data, log_every=log_every, log=log)
-    return critic, metrics, feats
+    feats, nxt = pooled_features(policy, table.inputs), pooled_features(policy, table.next_inputs)
+    if potential_feature:
+        feats = torch.cat([feats, f32(c.beta_phi_start)[:, None]], dim=1)
+        nxt = torch.cat([nxt, f32(c.beta_phi_end)[:, None]], dim=1)
+    return CriticData(feats, norm_actions(policy, table.inputs["actions"]), nxt, f32(c.ret), f32(c.discount),
+                      f32(c.bootstrap))
+
+
+def fit_table_critic(data: CriticData, cfg: CriticConfig, train: Tensor | None = None,
+                     val: Tensor | None = None) -> tuple[ChunkCritic, dict[str, float]]:
+    """A fresh critic fitted on rows `train` (default all) of `data`; metrics on `val` too."""
+    critic = ChunkCritic(data.feats.shape[1], data.actions.shape[1], data.actions.shape[2], cfg)
+    fit = data if train is None else data.subset(train)
+    metrics = fit_critic(critic, fit, val=None if val is None else data.subset(val))
+    return critic, metrics
+
+
+def episode_folds(episode: np.ndarray, k: int, seed: int) -> list[Tensor]:
+    """Chunk indices of k folds that split the episodes (never one episode across two folds)."""
+    eps = np.random.default_rng(seed).permutation(np.unique(episode))
+    return [torch.as_tensor(np.nonzero(np.isin(episode, part))[0]) for part in np.array_split(eps, k)]
 
 
 @torch.no_grad()
-def advantage_weights(critic: ChunkCritic, feats: Tensor, actions_norm: Tensor,
-                      cfg: AWRConfig) -> tuple[Tensor, dict[str, float]]:
-    """Weights of every chunk from normalised advantages, and their statistics."""
-    adv = critic.q(feats, actions_norm) - critic.v(feats)
+def advantages(critic: ChunkCritic, data: CriticData) -> Tensor:
+    """Â = Q(s, A) − V(s) (the minimum over twin Q heads)."""
+    return critic.q(data.feats, data.actions) - critic.v(data.feats)
+
+
+def crossfit_advantages(data: CriticData, episode: np.ndarray, cfg: CriticConfig,
+                        folds: int) -> tuple[Tensor, dict[str, float]]:
+    """Â of every chunk. With folds > 1 each chunk's Â comes from a critic that never saw its episode:
+    on a few hundred transitions a critic memorises, V(s) copies Q(s, A_data) and in-sample Â shrinks to
+    noise. Metrics are fold means ("val_*" on the held-out fold)."""
+    if folds <= 1 or len(np.unique(episode)) < 2:
+        critic, metrics = fit_table_critic(data, cfg)
+        return advantages(critic, data), metrics
+    adv = torch.zeros(len(data))
+    runs = []
+    parts = episode_folds(episode, min(folds, len(np.unique(episode))), cfg.seed)
+    for f, held in enumerate(parts):
+        train = torch.cat([p for g, p in enumerate(parts) if g != f])
+        critic, m = fit_table_critic(data, dataclasses.replace(cfg, seed=cfg.seed + f), train, held)
+        adv[held] = advantages(critic, data.subset(held))
+        runs.append(m)
+    return adv, {k: float(np.mean([m[k] for m in runs])) for k in runs[0]} | {"folds": len(parts)}
+
+
+def advantage_weights(adv: Tensor, cfg: AWRConfig) -> tuple[Tensor, dict[str, float]]:
+    """Weights from normalised advantages, and their statistics."""
     w = awr_weights(normalise(adv), cfg.tau, cfg.w_max)
     return w, {"adv_mean": float(adv.mean()), "adv_std": float(adv.std()), "w_mean": float(w.mean()),
                "w_max": float(w.max()), "w_min": float(w.min()),
                "w_at_cap": float((w >= cfg.w_max - 1e-6).float().mean())}
+
+
+def advantage_groups(adv: Tensor, chunks: ChunkBatch) -> dict[str, float]:
+    """Mean normalised Â of demonstration chunks and of rollout chunks from successful / failed episodes:
+    a critic that learned anything ranks them demo ≳ success > failure."""
+    a = normalise(adv).numpy()
+    groups = {"demo": chunks.demo, "rollout_success": ~chunks.demo & chunks.success,
+              "rollout_failure": ~chunks.demo & ~chunks.success}
+    return {f"adv_{k}": float(a[m].mean()) if m.any() else float("nan") for k, m in groups.items()}
 
 
 def _minibatch(gen: torch.Generator, demo: Tensor, roll: Tensor, cfg: AWRConfig) -> Tensor:

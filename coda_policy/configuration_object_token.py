@@ -32,7 +32,7 @@ class ObjectTokenConfig:
     execute: int = 8
     # action dimension (Δpos 3, Δrot 3, gripper 1)
     action_dim: int = 7
-    # most object / fixture tokens a scene may have (featurize raises beyond it)
+    # most object / fixture tokens a scene may have (`encode` raises beyond it)
     max_objects: int = 16
     # Euler integration steps of the flow when sampling
     flow_steps: int = 10
@@ -43,19 +43,20 @@ class ObjectTokenConfig:
     # AdamW weight decay
     weight_decay: float = 1e-4
     # samples per optimiser step
-    batch_size: int = 256
+    batch_size: int = 128
     # seed of parameter init and of `select_action`'s noise
     seed: int = 0
-    # torch intra-op threads in the main process (pool workers use 1)
-    torch_threads: int = 2
+    # torch intra-op threads for training in the main process (pool workers use 1). 1, not 2: on shared,
+    # oversubscribed cores two OpenMP threads measured 10x slower than one (they spin at every barrier)
+    torch_threads: int = 1
 
     def __post_init__(self) -> None:
+        for name in ("d_model", "n_layers", "n_heads", "chunk", "flow_steps", "batch_size", "max_objects"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.d_model % self.n_heads:
             raise ValueError(f"n_heads={self.n_heads} must divide d_model={self.d_model}")
         if not 1 <= self.execute <= self.chunk:
             raise ValueError(f"execute={self.execute} must be in [1, chunk={self.chunk}]")
-        for name in ("d_model", "n_layers", "n_heads", "chunk", "flow_steps", "batch_size", "max_objects"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")

@@ -34,8 +34,9 @@ class CriticConfig:
     ema: float = 0.01
     # expectile κ of V's regression on Q (0.5 = mean; > 0.5 leans toward the best chunks in the data)
     expectile: float = 0.5
-    # Adam learning rate
+    # AdamW learning rate and weight decay
     lr: float = 3e-4
+    weight_decay: float = 1e-4
     # samples per step
     batch_size: int = 256
     # optimiser steps per fit
@@ -44,6 +45,9 @@ class CriticConfig:
     grad_clip: float = 10.0
     # seed of initialisation and minibatch sampling
     seed: int = 0
+    # append βΦ(s) to the state features (training-time only, like the critic): shaped values carry a
+    # −βΦ(s) offset that an MLP over encoder features otherwise has to re-learn, and its errors swamp Â
+    potential_feature: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.ema <= 1:
@@ -139,6 +143,10 @@ class CriticData:
     def __len__(self) -> int:
         return len(self.ret)
 
+    def subset(self, idx: Tensor) -> CriticData:
+        """Rows `idx` only."""
+        return CriticData(*(getattr(self, f.name)[idx] for f in dataclasses.fields(self)))
+
 
 def expectile_loss(diff: Tensor, kappa: float) -> Tensor:
     """Asymmetric squared loss: weight κ where diff > 0, 1 − κ elsewhere (κ = 0.5: half the MSE)."""
@@ -158,12 +166,13 @@ def critic_losses(critic: ChunkCritic, d: CriticData, idx: Tensor) -> tuple[Tens
     return q_loss, v_loss, y
 
 
-def fit_critic(critic: ChunkCritic, data: CriticData, steps: int | None = None,
-               log_every: int = 0, log=print) -> dict[str, float]:
-    """Train for a fixed number of steps on random minibatches; returns final metrics."""
+def fit_critic(critic: ChunkCritic, data: CriticData, steps: int | None = None, *,
+               val: CriticData | None = None, log_every: int = 0, log=print) -> dict[str, float]:
+    """Train for a fixed number of steps on random minibatches; returns final metrics (on `val` too, as
+    "val_*", when given: held-out transitions show whether the critic generalises or memorises)."""
     c = critic.config
     steps = c.steps if steps is None else steps
-    opt = torch.optim.Adam(critic.parameters(), lr=c.lr)
+    opt = torch.optim.AdamW(critic.parameters(), lr=c.lr, weight_decay=c.weight_decay, foreach=True)
     gen = torch.Generator().manual_seed(c.seed)
     n = len(data)
     critic.train()
@@ -179,8 +188,11 @@ def fit_critic(critic: ChunkCritic, data: CriticData, steps: int | None = None,
         if log_every and (step + 1) % log_every == 0:
             log(f"critic step {step + 1}/{steps}: q_loss {float(q_loss):.4f} v_loss {float(v_loss):.4f}")
     critic.eval()
-    return evaluate_critic(critic, data) | {"q_loss_last": float(q_loss.detach()),
-                                            "v_loss_last": float(v_loss.detach())}
+    out = evaluate_critic(critic, data) | {"q_loss_last": float(q_loss.detach()),
+                                           "v_loss_last": float(v_loss.detach())}
+    if val is not None and len(val):
+        out |= {f"val_{k}": v for k, v in evaluate_critic(critic, val).items()}
+    return out
 
 
 @torch.no_grad()

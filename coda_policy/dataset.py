@@ -22,6 +22,7 @@ from coda_policy.features import collate, featurize
 from coda_policy.normalize import NormStats
 from coda_policy.text import TextEmbedder, default_embedder
 from sim.episode import Episode
+from sim.world import WorldState
 
 
 @dataclass(frozen=True)
@@ -118,12 +119,12 @@ class ChunkDataset(Dataset):
             )
         return item
 
-    def state(self, k: int):
+    def state(self, k: int) -> WorldState:
         """The `WorldState` where chunk k starts."""
         r = self.refs[k]
         return self.episodes[r.episode].states[r.i]
 
-    def next_state(self, k: int):
+    def next_state(self, k: int) -> WorldState:
         """The `WorldState` where chunk k ends (step t_next)."""
         r = self.refs[k]
         return self.episodes[r.episode].states[r.j]

@@ -88,7 +88,9 @@ class ObjectTokenPolicy(nn.Module):
         robot = self.robot_in(nz.norm("robot", batch["robot"]))[:, None]
         text = self.text_in(batch["text"])[:, None]
         objs = self.obj_in(nz.norm("objects", batch["objects"]))
-        B, N = objs.shape[:2]
+        B, n_obj = objs.shape[:2]
+        if n_obj > self.config.max_objects:
+            raise ValueError(f"{n_obj} object tokens exceed max_objects={self.config.max_objects}")
         types = self.type_emb.weight
         tokens = torch.cat(
             [self.readout.expand(B, -1, -1) + types[0], robot + types[1], text + types[2], objs + types[3]],

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from sim.registry import Registry
@@ -29,7 +30,7 @@ CONFIGS: Registry[type] = Registry("policy config")
 POLICIES: Registry[str] = Registry("policy backend")
 
 
-def register_config(name: str, modeling: str | None = None):
+def register_config(name: str, modeling: str | None = None) -> Callable[[type], type]:
     """Class decorator: register a config dataclass and where its modeling class lives."""
 
     def deco(cls: type) -> type:

@@ -63,9 +63,6 @@ class SFTConfig:
     eval_max_steps: int | None = None
     # episode pool workers (demos and evaluation)
     workers: int = 2
-    # torch threads for training in this process; 1 because on shared, oversubscribed cores two OpenMP
-    # threads measured 10x slower than one (they spin at every barrier)
-    threads: int = 1
     # log the loss every n steps
     log_every: int = 50
 
@@ -263,7 +260,7 @@ def run(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     run_dir = cfg.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "sft_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
-    torch.set_num_threads(cfg.threads)
+    torch.set_num_threads(cfg.policy.torch_threads)
     with EpisodePool(cfg.workers) as pool, _progress(console) as bar:
         task = bar.add_task("demos", total=cfg.demos, info="")
         demo_dir = collect_demos(cfg, pool, lambda r: bar.advance(task))
@@ -330,40 +327,49 @@ def _print(console: Any, s: dict[str, Any]) -> None:
     )
 
 
+RUN_FLAGS = {
+    "name": str,
+    "runs_dir": str,
+    "family": str,
+    "demos": int,
+    "steps": int,
+    "eval_id": int,
+    "eval_ood": int,
+    "workers": int,
+}
+POLICY_FLAGS = {
+    "chunk": int,
+    "execute": int,
+    "batch_size": int,
+    "lr": float,
+    "d_model": int,
+    "seed": int,
+    "torch_threads": int,
+}
+
+
 def config_from_args(argv: list[str] | None = None) -> SFTConfig:
+    """A preset with command-line overrides; a typo in a preset or family name exits with "did you mean"."""
     p = argparse.ArgumentParser(prog="python -m coda_policy.sft", description=__doc__.splitlines()[0])
     p.add_argument("--preset", default="default", help=f"one of {PRESETS.names()}")
-    for flag, typ in (
-        ("name", str),
-        ("runs-dir", str),
-        ("family", str),
-        ("demos", int),
-        ("steps", int),
-        ("eval-id", int),
-        ("eval-ood", int),
-        ("workers", int),
-        ("threads", int),
-    ):
-        p.add_argument(f"--{flag}", type=typ)
-    for flag, typ in (
-        ("chunk", int),
-        ("execute", int),
-        ("batch-size", int),
-        ("lr", float),
-        ("d-model", int),
-        ("seed", int),
-    ):
-        p.add_argument(f"--{flag}", type=typ, help="policy config")
+    for name, typ in RUN_FLAGS.items():
+        p.add_argument(f"--{name.replace('_', '-')}", type=typ)
+    for name, typ in POLICY_FLAGS.items():
+        p.add_argument(f"--{name.replace('_', '-')}", type=typ, help="policy config")
     a = vars(p.parse_args(argv))
-    cfg = PRESETS.get(a.pop("preset"))
-    pol = {k: a.pop(k) for k in ("chunk", "execute", "batch_size", "lr", "d_model", "seed")}
-    pol = {k: v for k, v in pol.items() if v is not None}
-    if pol.get("chunk") and "execute" not in pol:
-        pol["execute"] = min(cfg.policy.execute, pol["chunk"])
-    get_family(a["family"] or cfg.family)  # a typo fails here, with "did you mean"
-    return dataclasses.replace(
-        cfg, policy=dataclasses.replace(cfg.policy, **pol), **{k: v for k, v in a.items() if v is not None}
-    )
+    try:
+        cfg = PRESETS.get(a.pop("preset"))
+        get_family(a["family"] or cfg.family)
+        pol = {k: v for k in POLICY_FLAGS if (v := a.pop(k)) is not None}
+        if "chunk" in pol and "execute" not in pol:
+            pol["execute"] = min(cfg.policy.execute, pol["chunk"])
+        return dataclasses.replace(
+            cfg,
+            policy=dataclasses.replace(cfg.policy, **pol),
+            **{k: v for k, v in a.items() if v is not None},
+        )
+    except (KeyError, ValueError) as e:
+        p.error(str(e))
 
 
 def main(argv: list[str] | None = None) -> None:

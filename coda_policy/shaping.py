@@ -185,6 +185,9 @@ class ChunkBatch:
     bootstrap: np.ndarray  # (N,) bool: the target adds γ^n V(s_{t+n})
     terminal: np.ndarray  # (N,) bool: success inside the chunk
     demo: np.ndarray  # (N,) bool: from an expert demonstration
+    success: np.ndarray  # (N,) bool: its episode succeeded
+    beta_phi_start: np.ndarray  # (N,) βΦ(s_t): exact shaped values sit −βΦ(s) below the unshaped ones
+    beta_phi_end: np.ndarray  # (N,) βΦ(s_{t+n}) (0 when terminal: the absorbing state's potential)
     actions: np.ndarray  # (N, h, 7) executed chunk, padded by repeating its last action
 
     def __len__(self) -> int:
@@ -233,23 +236,29 @@ def shape_episodes(episodes: Sequence[Episode], cfg: ShapingConfig, program: Tra
     beta = cfg.beta if cfg.beta is not None else program.beta
     source = PotentialSource(cfg.mode, program)
     cols: list[list] = [[] for _ in range(8)]
-    index, demo = [], []
+    index, demo, success, bphi0, bphi1 = [], [], [], [], []
     for i, ep in enumerate(episodes):
         is_demo = ep.policy == "expert"
         rewards = sparse_rewards(ep, success_index(ep))
         if cfg.mode == "dense_reward":
             rewards = rewards + dense_rewards(ep, cfg.dense_scale)
         stride = (demo_stride or h) if is_demo else (rollout_stride or h)
-        rows = shape_episode(ep, range(0, len(ep.actions), stride), source.values(ep), rewards, h=h,
+        phis = source.values(ep)
+        rows = shape_episode(ep, range(0, len(ep.actions), stride), phis, rewards, h=h,
                              gamma=gamma, beta=beta, bootstrap_timeout=cfg.bootstrap_timeout)
+        bphi0 += [beta * phis[r[0]] for r in rows]
+        bphi1 += [beta * phis[r[1]] * r[5] for r in rows]  # r[5]: bootstraps (else the episode ended)
         for row in rows:
             for c, v in zip(cols, row, strict=True):
                 c.append(v)
         index += [i] * len(rows)
         demo += [is_demo] * len(rows)
+        success += [bool(ep.success)] * len(rows)
     n = len(index)
     return ChunkBatch(
         episode=np.array(index, int), start=np.array(cols[0], int), end=np.array(cols[1], int),
         steps=np.array(cols[2], int), ret=np.array(cols[3], float), discount=np.array(cols[4], float),
         bootstrap=np.array(cols[5], bool), terminal=np.array(cols[6], bool), demo=np.array(demo, bool),
+        success=np.array(success, bool), beta_phi_start=np.array(bphi0, float),
+        beta_phi_end=np.array(bphi1, float),
         actions=np.array(cols[7], float).reshape(n, h, 7))

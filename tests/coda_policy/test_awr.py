@@ -10,9 +10,13 @@ import torch
 from coda_policy.awr import (
     AWRConfig,
     QSelectPolicy,
+    advantage_groups,
     advantage_weights,
     awr_weights,
     build_table,
+    critic_inputs,
+    crossfit_advantages,
+    episode_folds,
     fit_table_critic,
     normalise,
     weighted_update,
@@ -72,17 +76,29 @@ def test_weighted_update_follows_the_weights(favour: float) -> None:
 
 
 def test_critic_on_shaped_table_and_weights() -> None:
-    eps = [synthetic_episode(24, 17), synthetic_episode(24, None), synthetic_episode(24, 20, policy="expert")]
+    eps = [synthetic_episode(24, 17), synthetic_episode(24, None), synthetic_episode(24, 20, policy="expert"),
+           synthetic_episode(24, None)]
     policy, table = _table(eps)
     assert len(table) == len(table.chunks) and table.inputs["actions"].shape == (len(table), TINY.chunk, 7)
-    cfg_c = CriticConfig(hidden=32, steps=200, batch_size=16)
-    critic, metrics, feats = fit_table_critic(policy, table, cfg_c)
-    assert np.isfinite(metrics["td_mse"]) and feats.shape == (len(table), TINY.d_model)
-    cfg = AWRConfig(tau=0.5, w_max=4.0)
-    acts = policy.normalizer.norm("actions", table.inputs["actions"])
-    w, stats = advantage_weights(critic, feats, acts, cfg)
-    assert w.shape == (len(table),) and (w >= 0).all() and (w <= 4.0).all()
-    assert stats["w_max"] <= 4.0
+    data = critic_inputs(policy, table)
+    assert data.feats.shape == (len(table), TINY.d_model) and data.next_feats.shape == data.feats.shape
+    cfg_c = CriticConfig(hidden=32, steps=100, batch_size=16)
+    critic, metrics = fit_table_critic(data, cfg_c)
+    assert np.isfinite(metrics["td_mse"]) and "val_td_mse" not in metrics
+    adv, cm = crossfit_advantages(data, table.chunks.episode, cfg_c, folds=2)
+    assert adv.shape == (len(table),) and cm["folds"] == 2 and np.isfinite(cm["val_td_mse"])
+    w, stats = advantage_weights(adv, AWRConfig(tau=0.5, w_max=4.0))
+    assert w.shape == (len(table),) and (w >= 0).all() and (w <= 4.0).all() and stats["w_max"] <= 4.0
+    groups = advantage_groups(adv, table.chunks)
+    assert set(groups) == {"adv_demo", "adv_rollout_success", "adv_rollout_failure"}
+
+
+def test_episode_folds_split_episodes() -> None:
+    episode = np.repeat(np.arange(7), 3)
+    folds = episode_folds(episode, 3, seed=0)
+    assert sorted(torch.cat(folds).tolist()) == list(range(21))
+    owners = [set(episode[f.numpy()]) for f in folds]
+    assert all(not (a & b) for i, a in enumerate(owners) for b in owners[i + 1:])
 
 
 class _SumCritic:
@@ -134,8 +150,14 @@ def test_round_config_and_summary() -> None:
         config_from_args(["--preset", "smoke", "--mode", "sparce"])
     with pytest.raises(UnknownNameError):
         config_from_args(["--preset", "smok"])
-    per_seed = {0: {"before": 0.5, "modes": {"sparse": {"after": 0.6}, "frozen_actor": {"after": 0.5}}},
-                1: {"before": 0.7, "modes": {"sparse": {"after": 0.6}, "frozen_actor": {"after": 0.8}}}}
+    per_seed = {0: {"before": 0.5, "before_other": 1.0,
+                    "modes": {"sparse": {"after": 0.6, "after_other": 0.9},
+                              "frozen_actor": {"after": 0.5, "after_other": 1.0}}},
+                1: {"before": 0.7, "before_other": 0.8,
+                    "modes": {"sparse": {"after": 0.6, "after_other": 0.7},
+                              "frozen_actor": {"after": 0.8, "after_other": 1.0}}}}
     s = summarise(cfg, per_seed)
     assert s["before"]["mean"] == pytest.approx(0.6) and s["sparse"]["delta_mean"] == pytest.approx(0.0)
     assert s["frozen_actor"]["per_seed"] == [0.5, 0.8]
+    assert s["before"]["other"]["mean"] == pytest.approx(0.9)
+    assert s["sparse"]["other"]["mean"] == pytest.approx(0.8)

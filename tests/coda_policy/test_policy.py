@@ -147,3 +147,17 @@ def test_checkpoint_policy_factory_pickles_and_acts(dataset: ChunkDataset, demo:
     act = factory(demo.scene)
     chunk = act(make_observation(demo.scene, demo.states[0], 0))
     assert chunk.shape[1] == 7 and np.isfinite(chunk).all()
+
+
+def test_demos_are_reused_on_rerun(tmp_path) -> None:
+    from coda_policy.sft import PRESETS, collect_demos
+    from sim.pool import EpisodePool
+
+    cfg = dataclasses.replace(PRESETS.get("smoke"), runs_dir=str(tmp_path), demos=2)
+    with EpisodePool(0) as pool:
+        out = collect_demos(cfg, pool)
+        stamps = {p: p.stat().st_mtime_ns for p in out.glob("*.npz")}
+        ran = []
+        collect_demos(cfg, pool, ran.append)
+    assert len(stamps) == 2 and not ran
+    assert stamps == {p: p.stat().st_mtime_ns for p in out.glob("*.npz")}

@@ -1,0 +1,236 @@
+"""Run configuration of the co-evolution loop: one `RunConfig` per run, named presets (`smoke`, `default`)
+and the methods — CoDA and every baseline of DESIGN §6 — as `MethodConfig`s of the same graph.
+
+Every method spends the same generation budget: `budget` accepted training scenes per task family per
+round (plus `held` accepted measurement scenes per arm, the same for all). Methods differ only in how arms
+and programs are chosen, whether the critic runs, whether memory persists, and how the policy is updated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from coda_policy.configuration_object_token import ObjectTokenConfig
+from memory.ledger import AllocationConfig
+from sim.registry import Registry
+
+Generator = Literal["seed", "domain_randomization", "uniform", "scalar", "critic", "memory"]
+Update = Literal["none", "sft", "aw"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MethodConfig:
+    """What one method does inside the shared graph."""
+
+    # how arms and their generation programs are chosen each round:
+    # "seed" the seed programs; "domain_randomization" seed programs with widened ranges; "uniform" random
+    # single-factor variants; "scalar" variants steered by success rates only; "critic" the last round's
+    # validated diagnoses (nothing kept longer); "memory" difficulty modes from memory, learning progress
+    generator: Generator
+    # run the critic on failed rollouts and verify its diagnoses (diagnose → verify → remember → compile)
+    diagnose: bool = False
+    # keep evidence, modes and programs in the Chroma memory across rounds
+    memory: bool = False
+    # policy update per round: none, SFT on the round's expert demos, or advantage-weighted (critic) update
+    update: Update = "aw"
+    # reward shaping of the advantage-weighted update ("text2potential" or "sparse")
+    shaping: Literal["text2potential", "sparse"] = "text2potential"
+    # start from SFT on seed demonstrations (False: the initial policy as given, e.g. zero-shot)
+    bootstrap_sft: bool = True
+    # rewrite a failing program with the writer agent (False: retry the same program with new seeds)
+    writer: bool = False
+
+    def __post_init__(self) -> None:
+        if self.memory and not self.diagnose:
+            raise ValueError("memory stores validated diagnoses: it needs diagnose=True")
+        if self.generator in ("critic", "memory") and not self.diagnose:
+            raise ValueError(f"generator {self.generator!r} is driven by diagnoses: it needs diagnose=True")
+
+
+METHODS: Registry[MethodConfig] = Registry("method")
+METHODS.register("zero_shot", MethodConfig(generator="seed", update="none", bootstrap_sft=False))
+METHODS.register("sft", MethodConfig(generator="seed", update="sft"))
+METHODS.register("domain_randomization", MethodConfig(generator="domain_randomization", update="sft"))
+METHODS.register("uniform", MethodConfig(generator="uniform", update="sft"))
+METHODS.register("scalar", MethodConfig(generator="scalar", update="aw", shaping="sparse"))
+METHODS.register("critic_no_memory", MethodConfig(generator="critic", diagnose=True, writer=True))
+METHODS.register("coda", MethodConfig(generator="memory", diagnose=True, memory=True, writer=True))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LearnConfig:
+    """The policy and how it is trained (sizes come from `coda_policy`)."""
+
+    # the policy's own configuration
+    policy: ObjectTokenConfig = field(default_factory=ObjectTokenConfig)
+    # optimiser steps of the bootstrap SFT on seed demonstrations
+    sft_steps: int = 2000
+    # optimiser steps of a round's SFT fine-tune (methods with update="sft")
+    finetune_steps: int = 300
+    # chunk critic of the advantage-weighted update: hidden width, optimiser steps, batch size
+    critic_hidden: int = 256
+    critic_steps: int = 2000
+    critic_batch: int = 256
+    # advantage-weighted update: optimiser steps, batch size, temperature τ, learning rate
+    awr_steps: int = 300
+    awr_batch: int = 128
+    awr_tau: float = 1.0
+    awr_lr: float = 3e-4
+    # critics cross-fitted over episodes for the advantages (1 = one critic on everything)
+    awr_folds: int = 3
+    # expert chunks start every this many steps of a demonstration
+    demo_stride: int = 2
+    # torch threads for training in the main process
+    threads: int = 2
+    # a checkpoint to start from instead of a fresh network (the "pretrained" policy of zero-shot)
+    init_policy: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """One run of the loop: families, budget, rounds, agents, evaluation, resources."""
+
+    # preset this config came from (for the record)
+    preset: str = "default"
+    # method name (see METHODS); resolved with `method_config`
+    method: str = "coda"
+    # task families the data engine works on
+    families: tuple[str, ...] = ("pick_place", "articulated", "put_inside", "stack_insert")
+    # rounds after the bootstrap (round 0)
+    rounds: int = 5
+    # accepted training scenes per family per round: the generation budget every method gets
+    budget: int = 8
+    # accepted measurement scenes per arm per round (before/after success, never trained on)
+    held: int = 2
+    # arms (difficulty modes incl. the seed distribution) per family per round, at most
+    max_arms: int = 3
+    # writer rewrites of a failing slot before it is reported failed (K)
+    max_retries: int = 2
+    # candidate scenes generated per needed scene on each attempt (validation rejects some)
+    oversample: float = 1.5
+    # expert demonstrations per family for the bootstrap SFT
+    seed_demos: int = 20
+    # failed rollouts the critic diagnoses per round, at most
+    diagnose_max: int = 4
+    # episodes per batch (targeted and control) when verifying a diagnosis
+    verify_n: int = 6
+    # significance level of the verification test
+    verify_alpha: float = 0.1
+    # LLM backend of the critic and writer (agents.llm registry: local, openai, replay, rules); "rules"
+    # uses the rule-based critic over privileged state and template program edits (no model)
+    llm: str = "local"
+    # model of the LLM backend: a local GGUF key, or the endpoint's model name ("" = the backend's default)
+    llm_model: str = ""
+    # OpenAI-compatible endpoint root for llm="openai" (the key comes from $OPENAI_API_KEY, never from here)
+    llm_base_url: str = ""
+    # domain randomization: widen each numeric in-distribution range by this fraction of its width per side
+    dr_widen: float = 0.5
+    # uniform/scalar variants: new single-factor variants proposed per family per round
+    variants: int = 2
+    # learning-progress allocation
+    allocation: AllocationConfig = field(default_factory=AllocationConfig)
+    # training
+    learn: LearnConfig = field(default_factory=LearnConfig)
+    # held-out evaluation per family (reported, never used for steering): in-distribution and OOD scenes
+    eval_id: int = 10
+    eval_ood: int = 10
+    # first seed of the held-out evaluation scenes (disjoint from every generated scene's seed)
+    eval_seed0: int = 900_000
+    # control-step limit of policy rollouts; None keeps each scene's own limit
+    rollout_max_steps: int | None = None
+    # episode-pool worker processes (0 runs episodes in this process)
+    workers: int = 2
+    # sandbox worker processes
+    sandbox_workers: int = 1
+    # render a thumbnail next to every accepted scene
+    thumbnails: bool = True
+    # seed of everything random in the loop
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        METHODS.get(self.method)  # "did you mean" on a typo
+        if not self.families:
+            raise ValueError("need at least one task family")
+        if self.rounds < 0 or self.budget < 1 or self.held < 0 or self.max_arms < 1:
+            raise ValueError("need rounds >= 0, budget >= 1, held >= 0, max_arms >= 1")
+        if self.max_retries < 0 or self.oversample < 1.0:
+            raise ValueError("need max_retries >= 0 and oversample >= 1")
+        if not 0.0 < self.verify_alpha < 1.0:
+            raise ValueError(f"verify_alpha must be in (0, 1), got {self.verify_alpha}")
+
+    @property
+    def method_config(self) -> MethodConfig:
+        return METHODS.get(self.method)
+
+    @property
+    def critic_kind(self) -> Literal["rules", "llm"]:
+        """The rule-based critic and writer without a model, the LLM ones otherwise."""
+        return "rules" if self.llm == "rules" else "llm"
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunConfig:
+        return _build(cls, json.loads(text))
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    """A (nested) frozen dataclass from its `asdict` form; tuples come back as tuples."""
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        kwargs[f.name] = _value(hints[f.name], data[f.name])
+    return cls(**kwargs)
+
+
+def _value(hint: Any, v: Any) -> Any:
+    if dataclasses.is_dataclass(hint) and isinstance(v, dict):
+        return _build(hint, v)
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        return v if v is None or len(inner) != 1 else _value(inner[0], v)
+    if origin is tuple and isinstance(v, list):
+        return tuple(v)
+    return v
+
+
+PRESETS: Registry[RunConfig] = Registry("run preset")
+PRESETS.register("default", RunConfig())
+# Seconds-to-minutes on 2 CPU cores: one family, tiny policy, two rounds, a handful of episodes.
+PRESETS.register("smoke", RunConfig(
+    preset="smoke", llm="rules", families=("pick_place",), rounds=2, budget=2, held=1, max_arms=2,
+    max_retries=1, seed_demos=3, diagnose_max=1, verify_n=3, eval_id=1, eval_ood=1, rollout_max_steps=120,
+    variants=1, thumbnails=False,
+    learn=LearnConfig(
+        policy=ObjectTokenConfig(d_model=32, n_layers=1, n_decoder_layers=1, batch_size=16, flow_steps=4),
+        sft_steps=20, finetune_steps=5, critic_hidden=32, critic_steps=20, critic_batch=32, awr_steps=5,
+        awr_batch=16, demo_stride=4, threads=1)))
+
+# Two full CoDA rounds on two families in minutes on 2 CPU cores (what `make demo` runs with the local LLM).
+PRESETS.register("demo", RunConfig(
+    preset="demo", families=("pick_place", "stack_insert"), rounds=2, budget=4, held=1, max_arms=2,
+    max_retries=2, seed_demos=8, diagnose_max=2, verify_n=4, eval_id=4, eval_ood=4, variants=2,
+    rollout_max_steps=200,
+    learn=LearnConfig(
+        policy=ObjectTokenConfig(d_model=64, n_layers=2, n_decoder_layers=1, batch_size=64, flow_steps=6),
+        sft_steps=300, finetune_steps=40, critic_hidden=64, critic_steps=200, critic_batch=64, awr_steps=40,
+        awr_batch=64, demo_stride=2, threads=1)))
+
+
+def get_preset(name: str) -> RunConfig:
+    """A named preset; a typo raises with "did you mean"."""
+    return PRESETS.get(name)
+
+
+def config_path(run_dir: str | Path) -> Path:
+    return Path(run_dir) / "config.json"

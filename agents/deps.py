@@ -1,0 +1,206 @@
+"""What the nodes depend on, injected: the run's config and directory, the LLM, the sandbox and episode
+pools, memory, the trainer, the critic/writer agents, the progress reporter, a cost meter and a clock.
+
+`open_deps` builds the real ones (and closes them); a test builds `Deps` itself with any part swapped,
+e.g. a trainer without torch or agents that answer from a script.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from agents.config import RunConfig
+from agents.rundir import RunDir
+
+# `run_batch(items) -> outcomes`: each item (`agents.verify.BatchItem`: program, factors, seed) generated in
+# the sandbox and rolled out with the current policy; outcomes have `success`, `failing_phase`, `error`
+RunBatch = Callable[[Sequence[Any]], list[Any]]
+
+
+class Trainer(Protocol):
+    """Policy training as the graph needs it (`agents.trainer.PolicyTrainer` is the real one)."""
+
+    def factory(self, policy: Path, seed: int) -> Any:
+        """A picklable `factory(scene) -> policy` for `sim.pool.EpisodeJob`."""
+        ...
+
+    def initial(self, demos: Sequence[Path], out: Path) -> dict[str, Any]:
+        """The untrained starting policy (zero-shot) → `out`."""
+        ...
+
+    def bootstrap(self, demos: Sequence[Path], out: Path) -> dict[str, Any]:
+        """SFT on seed demonstrations → `out`."""
+        ...
+
+    def finetune(self, policy: Path, demos: Sequence[Path], out: Path) -> dict[str, Any]:
+        """A round's SFT update → `out`."""
+        ...
+
+    def aw_update(self, policy: Path, groups: Sequence[tuple[Any, Sequence[Path]]], out: Path, *,
+                  shaping: str, seed: int) -> dict[str, Any]:
+        """Advantage-weighted update; `groups` pairs a training program with the episodes it shapes."""
+        ...
+
+
+class Agents(Protocol):
+    """The critic, verifier and writers (`HelperAgents`: agents.critic, agents.verify, agents.writer)."""
+
+    def diagnose(self, episode: Any, program: Any, llm: Any, *, critic: str, episode_id: str,
+                 feedback: str | None) -> Any:
+        """A failed episode → `memory.Diagnosis`; malformed LLM output raises `LLMOutputError`."""
+        ...
+
+    def verify(self, diagnosis: Any, program: Any, run_batch: RunBatch, *, n: int, alpha: float,
+               rng: Any) -> Any:
+        """Targeted vs control batch → `memory.Verdict`."""
+        ...
+
+    def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
+                                 round: int) -> Any:
+        """A generation program for a difficulty mode, derived from `base`; `feedback` is the error of the
+        previous attempt."""
+        ...
+
+    def write_training_program(self, diagnosis: Any, base: Any, llm: Any, *, mode_id: str, round: int,
+                               demos: Sequence[Any], feedback: str | None) -> Any:
+        """A training program for a diagnosis (refined against `demos` when they disagree)."""
+        ...
+
+
+class Reporter(Protocol):
+    """Live progress: nodes starting and ending, episode batches ticking, a table per round."""
+
+    def node_start(self, round: int, node: str) -> None: ...
+
+    def node_end(self, round: int, node: str, summary: str, cost: dict[str, float]) -> None: ...
+
+    def progress(self, what: str, total: int) -> Callable[[Any], None]: ...
+
+    def log(self, message: str) -> None: ...
+
+    def round_end(self, row: dict[str, Any]) -> None: ...
+
+
+class QuietReporter:
+    """Reports nothing (tests, or `--quiet`)."""
+
+    def node_start(self, round: int, node: str) -> None:
+        pass
+
+    def node_end(self, round: int, node: str, summary: str, cost: dict[str, float]) -> None:
+        pass
+
+    def progress(self, what: str, total: int) -> Callable[[Any], None]:
+        return lambda _=None: None
+
+    def log(self, message: str) -> None:
+        pass
+
+    def round_end(self, row: dict[str, Any]) -> None:
+        pass
+
+
+@dataclass
+class Meter:
+    """Counters a node adds to while it works; the graph's node wrapper reads the difference."""
+
+    sim_steps: int = 0  # control steps simulated (rollouts, expert demos, verification batches)
+    episodes: int = 0  # episodes run
+    sandbox_runs: int = 0  # generation-program runs in the sandbox
+
+    def snapshot(self) -> dict[str, int]:
+        return {"sim_steps": self.sim_steps, "episodes": self.episodes, "sandbox_runs": self.sandbox_runs}
+
+
+class HelperAgents:
+    """`Agents` backed by agents.critic, agents.verify and agents.writer (imported on first use)."""
+
+    def diagnose(self, episode: Any, program: Any, llm: Any, *, critic: str, episode_id: str,
+                 feedback: str | None) -> Any:
+        from agents.critic import diagnose
+
+        return diagnose(episode, program, llm, critic=critic, episode_id=episode_id, feedback=feedback)
+
+    def verify(self, diagnosis: Any, program: Any, run_batch: RunBatch, *, n: int, alpha: float,
+               rng: Any) -> Any:
+        from agents.verify import VerifyConfig, verify
+
+        # a batch of n can only be judged if n episodes may count (VerifyConfig's floor is 4)
+        config = VerifyConfig(alpha=alpha, min_valid=max(1, min(4, n)))
+        return verify(diagnosis, program, run_batch, n=n, rng=rng, config=config)
+
+    def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
+                                 round: int) -> Any:
+        from agents.writer import write_generation_program
+
+        return write_generation_program(mode, base, llm, feedback, round=round)
+
+    def write_training_program(self, diagnosis: Any, base: Any, llm: Any, *, mode_id: str, round: int,
+                               demos: Sequence[Any], feedback: str | None) -> Any:
+        from agents.writer import write_training_program
+        from programs.refine import Evidence
+
+        evidence = Evidence(list(demos)) if demos else None
+        return write_training_program(diagnosis, base, llm, mode_id=mode_id, round=round, evidence=evidence,
+                                      feedback=feedback)
+
+
+@dataclass
+class Deps:
+    """Everything a node may use besides the state."""
+
+    config: RunConfig
+    run: RunDir
+    sandbox: Any  # sandbox.SandboxPool (started)
+    episodes: Any  # sim.pool.EpisodePool (started)
+    trainer: Trainer
+    agents: Agents = field(default_factory=HelperAgents)
+    llm: Any = None  # agents.llm.LLM, or None for the rules critic and writer
+    memory: Any = None  # memory.Memory for methods with memory, else None
+    ledger: Any = None  # memory.Ledger (the memory's own when there is one)
+    reporter: Reporter = field(default_factory=QuietReporter)
+    meter: Meter = field(default_factory=Meter)
+    clock: Callable[[], float] = time.perf_counter
+    call_log: Any = None  # agents.llm.CallLog of the LLM's calls, read for per-node cost
+
+
+@contextlib.contextmanager
+def open_deps(config: RunConfig, run_dir: str | Path, *, llm: Any = None, call_log: Any = None,
+              trainer: Trainer | None = None, agents: Agents | None = None,
+              reporter: Reporter | None = None) -> Iterator[Deps]:
+    """Start the real dependencies of a run (sandbox and episode pools, memory, ledger) and close them
+    at exit. `llm`, `trainer`, `agents` and `reporter` default to the real ones (no LLM = rules)."""
+    from memory.ledger import Ledger
+    from sandbox import PoolConfig, SandboxPool
+    from sim.pool import EpisodePool
+
+    run = RunDir(run_dir)
+    run.root.mkdir(parents=True, exist_ok=True)
+    if not run.config.exists():  # the run's record (`agents.run` writes it first; a resume keeps it)
+        run.config.write_text(config.to_json())
+    if trainer is None:
+        from agents.trainer import PolicyTrainer
+
+        trainer = PolicyTrainer(config.learn, config.seed)
+    with contextlib.ExitStack() as stack:
+        sandbox = stack.enter_context(SandboxPool(PoolConfig(workers=config.sandbox_workers)))
+        episodes = EpisodePool(config.workers, job_timeout_s=600)
+        stack.callback(episodes.close)
+        with ThreadPoolExecutor(1) as ex:  # workers warm up (seconds) while memory loads its embedder
+            started = ex.submit(episodes.__enter__)
+            memory = None
+            if config.method_config.memory:
+                from memory import Memory
+
+                memory = stack.enter_context(Memory(run.memory))
+            started.result()
+        ledger = memory.ledger if memory is not None else Ledger(run.memory / "ledger.json")
+        yield Deps(config=config, run=run, sandbox=sandbox, episodes=episodes, trainer=trainer,
+                   agents=agents or HelperAgents(), llm=llm, memory=memory, ledger=ledger,
+                   reporter=reporter or QuietReporter(), call_log=call_log)

@@ -1,0 +1,175 @@
+"""`allocate`: start a round — choose each family's arms (difficulty modes or variants, with the program
+that serves each) and split the family's generation budget over them.
+
+Every method gives each family exactly `budget` training scenes (DESIGN §6); what differs is the arms:
+- seed: the seed program; domain_randomization: the seed program with widened ranges;
+- uniform: random single-factor variants, budget split evenly, no feedback;
+- scalar: variants kept or dropped by their measured success rate alone (nearest 50 % first);
+- critic: the previous round's validated diagnoses, nothing older; memory (CoDA): difficulty modes from
+  memory (including other families' modes on a factor this family has), budget by learning progress.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from agents.deps import Deps
+from agents.nodes.programs import (
+    dr_program,
+    editable_factors,
+    save_program,
+    seed_generation,
+    seed_programs,
+    variant_id,
+    variant_program,
+)
+from agents.nodes.work import stable_seed
+from agents.state import RoundState, Slot, new_slot
+
+Arm = dict[str, str]  # mode_id, program, train_program, template
+
+
+def split_budget(total: int, weights: Mapping[str, float]) -> dict[str, int]:
+    """Integer shares of `total` proportional to `weights` (largest remainder, ties to earlier keys)."""
+    keys = list(weights)
+    wsum = sum(weights.values())
+    quotas = {k: total * (weights[k] / wsum if wsum > 0 else 1 / len(keys)) for k in keys}
+    out = {k: math.floor(q + 1e-9) for k, q in quotas.items()}
+    for k in sorted(keys, key=lambda k: (-(quotas[k] - out[k]), keys.index(k)))[: total - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
+def _seed_arm(deps: Deps, family: str) -> Arm:
+    gen, train = seed_programs(deps, family)
+    return {"mode_id": "seed", "program": gen, "train_program": train, "template": ""}
+
+
+def _random_variants(deps: Deps, family: str, round: int, k: int, tag: str) -> list[Arm]:
+    """`k` distinct single-factor variants of the seed program, factor and side drawn uniformly."""
+    base = seed_generation(family)
+    rng = np.random.default_rng(stable_seed(deps.config.seed, round, family, tag))
+    factors = editable_factors(base)
+    arms: dict[str, Arm] = {}
+    for _ in range(20 * k):
+        if len(arms) >= k or not factors:
+            break
+        f = factors[int(rng.integers(len(factors)))]
+        sides = list(f.choices) if f.type == "choice" else ["low", "high"]
+        side = sides[int(rng.integers(len(sides)))]
+        mode = variant_id(f.name, side)
+        if mode not in arms:
+            program = variant_program(base, f.name, side, round)
+            _, train = seed_programs(deps, family)
+            arms[mode] = {"mode_id": mode, "program": save_program(deps, program, round),
+                          "train_program": train, "template": ""}
+    return list(arms.values())
+
+
+def _scalar_arms(deps: Deps, state: RoundState, family: str,
+                 round: int) -> tuple[list[Arm], dict[str, float]]:
+    """Known variants of this family plus new proposals, ranked by |success − 0.5| (unmeasured: 0.5)."""
+    known = [_known_arm(state, key) for key in state.get("mode_programs", {}) if key.endswith(f"|{family}")]
+    arms = {a["mode_id"]: a for a in [_seed_arm(deps, family), *known,
+                                      *_random_variants(deps, family, round, deps.config.variants, "scalar")]}
+    score = {}
+    for mode in arms:
+        hist = deps.ledger.history(mode, family) if deps.ledger is not None else []
+        p = hist[-1].success if hist else 0.5
+        score[mode] = 1.0 - abs(p - 0.5) * 2 + 0.05  # the learnable zone first; never zero
+    keep = sorted(arms, key=lambda m: (-score[m], m))[: deps.config.max_arms]
+    return [arms[m] for m in keep], {m: score[m] for m in keep}
+
+
+def _known_arm(state: RoundState, key: str) -> Arm:
+    gen, train = state["mode_programs"][key]
+    return {"mode_id": key.split("|")[0], "program": gen, "train_program": train, "template": ""}
+
+
+def _critic_arms(deps: Deps, state: RoundState, family: str) -> list[Arm]:
+    """Seed + the modes validated in the last round for this family (their programs if compiled)."""
+    arms = [_seed_arm(deps, family)]
+    for key in state.get("modes", []):
+        mode, fam = key.split("|")
+        if fam != family or len(arms) >= deps.config.max_arms:
+            continue
+        gen, train = state.get("mode_programs", {}).get(key, ["", ""])
+        arms.append({"mode_id": mode, "program": gen, "train_program": train, "template": ""})
+    return arms
+
+
+def _memory_arms(deps: Deps, family: str) -> tuple[list[Arm], dict[str, int] | None]:
+    """CoDA: modes seen in this family or on one of its factors elsewhere; learning-progress budget."""
+    from memory.ledger import allocate_family, arm_scores
+
+    cfg, mem = deps.config, deps.memory
+    names = [f.name for f in seed_generation(family).factors]
+    modes = [m.id for m in mem.modes_for_family(family, names)]
+    if len(modes) >= cfg.max_arms:
+        scores = arm_scores(deps.ledger, family, modes, cfg.allocation)
+        modes = sorted(modes, key=lambda m: (-scores[m], m))[: cfg.max_arms - 1]
+    arms = [_seed_arm(deps, family)]
+    for mode in modes:
+        entries = mem.programs_for(mode, family)
+        own = [e for e in entries if e.family == family]
+        if own:
+            arms.append({"mode_id": mode, "program": _sidecar(own[0].generation_path),
+                         "train_program": _sidecar(own[0].training_path), "template": ""})
+        else:
+            arms.append({"mode_id": mode, "program": "", "train_program": "",
+                         "template": entries[0].id if entries else ""})
+    counts = allocate_family(deps.ledger, family, [a["mode_id"] for a in arms], cfg.budget, cfg.allocation)
+    return arms, counts
+
+
+def _sidecar(path: str) -> str:
+    return str(path)[:-3] + ".json" if str(path).endswith(".py") else str(path)
+
+
+def _family_slots(deps: Deps, state: RoundState, family: str, round: int) -> list[Slot]:
+    cfg, gen = deps.config, deps.config.method_config.generator
+    counts: dict[str, int] | None = None
+    weights: dict[str, float] | None = None
+    if gen == "seed":
+        arms = [_seed_arm(deps, family)]
+    elif gen == "domain_randomization":
+        prog = save_program(deps, dr_program(seed_generation(family), cfg.dr_widen), 0)
+        arms = [{**_seed_arm(deps, family), "mode_id": "dr", "program": prog}]
+    elif gen == "uniform":
+        arms = _random_variants(deps, family, round, max(1, min(cfg.variants, cfg.max_arms)), "uniform")
+    elif gen == "scalar":
+        arms, weights = _scalar_arms(deps, state, family, round)
+    elif gen == "critic":
+        arms = _critic_arms(deps, state, family)
+    else:
+        arms, counts = _memory_arms(deps, family)
+    if counts is None:
+        counts = split_budget(cfg.budget, weights or {a["mode_id"]: 1.0 for a in arms})
+    return [new_slot(family, a["mode_id"], counts[a["mode_id"]], cfg.held, program=a["program"],
+                     train_program=a["train_program"], template=a["template"])
+            for a in arms if counts.get(a["mode_id"], 0) > 0]
+
+
+def allocate(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """Next round's slots; per-round keys are reset."""
+    round = state.get("round", 0) + 1
+    slots: list[Slot] = []
+    for family in deps.config.families:
+        slots += _family_slots(deps, state, family, round)
+    mode_programs = dict(state.get("mode_programs", {}))
+    for s in slots:
+        if s["program"] and s["mode_id"] != "seed":
+            mode_programs[f"{s['mode_id']}|{s['family']}"] = [s["program"], s["train_program"]]
+    fresh = {"rollouts": [], "rollout_failures": 0, "diagnoses": [], "critic_failures": [], "modes": [],
+             "programs": [], "compiled": [], "train_metrics": {}, "measured": {}, "cost": {}}
+    return {"round": round, "slots": slots, "mode_programs": mode_programs, **fresh}
+
+
+def summary(update: Mapping[str, Any]) -> str:
+    """One line for the progress display."""
+    slots: Sequence[Slot] = update.get("slots", [])
+    return ", ".join(f"{s['family']}:{s['mode_id']}×{s['n']}" for s in slots)

@@ -1,0 +1,160 @@
+"""`diagnose` and `verify`: the critic explains failed rollouts; each explanation is then tested by a
+targeted-edit batch against a control batch (DESIGN §5.5–5.6).
+
+A diagnosis file per episode, diagnoses/round_XX/<episode>.json, holds the diagnosis, the episode and the
+program it came from, and — after `verify` — the verdict; a re-run node skips episodes already done.
+Malformed, truncated or schema-violating critic output is retried with the error appended, at most
+`max_retries` times; then the episode is reported undiagnosed and the round goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.deps import Deps
+from agents.nodes.programs import load_program
+from agents.nodes.rollout import outcomes, scene_id
+from agents.nodes.work import error_text, stable_seed
+from agents.rundir import read_json, write_json
+from agents.state import RoundState, Slot, slot_key
+
+
+def _failed_train_episodes(deps: Deps, state: RoundState) -> list[tuple[Slot, str]]:
+    """Failed rollouts on training scenes, interleaved across slots, at most `diagnose_max`."""
+    by_scene = outcomes(deps, state.get("rollouts", []))
+    queues = []
+    for slot in state["slots"]:
+        fails = [by_scene[scene_id(s)].path for s in slot["accepted"]
+                 if scene_id(s) in by_scene and not by_scene[scene_id(s)].success]
+        queues.append([(slot, p) for p in fails])
+    out: list[tuple[Slot, str]] = []
+    while any(queues) and len(out) < deps.config.diagnose_max:
+        for q in queues:
+            if q and len(out) < deps.config.diagnose_max:
+                out.append(q.pop(0))
+    return out
+
+
+def _diagnose_one(deps: Deps, slot: Slot, episode_path: str) -> tuple[Any | None, list[str]]:
+    """The critic on one episode with bounded retries; (diagnosis or None, the errors seen)."""
+    from sim.episode import Episode
+
+    episode = Episode.load(deps.run.abs(episode_path))
+    program = load_program(deps, slot["program"])
+    errors: list[str] = []
+    for _ in range(deps.config.max_retries + 1):
+        try:
+            return deps.agents.diagnose(episode, program, deps.llm, critic=deps.config.critic_kind,
+                                        episode_id=Path(episode_path).stem,
+                                        feedback=errors[-1] if errors else None), errors
+        except (ValueError, KeyError, TypeError) as e:  # LLMOutputError is a RuntimeError: caught below
+            errors.append(error_text(e))
+        except RuntimeError as e:
+            if not _is_output_error(e):
+                raise  # a backend that cannot answer (or a replay miss) stops the run: resume later
+            errors.append(error_text(e))
+    return None, errors
+
+
+def _is_output_error(e: Exception) -> bool:
+    from agents.llm import LLMOutputError
+
+    return isinstance(e, LLMOutputError)
+
+
+def diagnose(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """Diagnose failed training rollouts; write one file per episode."""
+    d = deps.run.round_dir("diagnoses", state["round"])
+    todo = _failed_train_episodes(deps, state)
+    tick = deps.reporter.progress("diagnose: episodes", len(todo))
+    files, failures = [], list(state.get("critic_failures", []))
+    for slot, ep in todo:
+        path = d / f"{Path(ep).stem}.json"
+        if not path.exists():
+            dx, errors = _diagnose_one(deps, slot, ep)
+            if dx is None:
+                failures.append(f"{ep}: critic failed {len(errors)}× — last: {errors[-1][:300]}")
+                tick(None)
+                continue
+            write_json(path, {"diagnosis": dx.model_dump(mode="json"), "family": slot["family"],
+                              "slot": slot_key(slot), "episode": ep, "program": slot["program"],
+                              "retries": len(errors), "verdict": None})
+        files.append(deps.run.rel(path))
+        tick(None)
+    return {"diagnoses": files, "critic_failures": failures}
+
+
+def make_run_batch(deps: Deps, state: RoundState, tag: str) -> Any:
+    """`run_batch(items) -> [EpisodeResult]`: each item's program (`agents.verify.BatchItem`: program,
+    factors, seed) run in the sandbox, then the current policy rolled out on the scene (nothing saved)."""
+    from sandbox import SandboxTask
+    from sim.pool import EpisodeJob, EpisodeResult
+
+    policy = deps.trainer.factory(deps.run.abs(state["policy"]), stable_seed(deps.config.seed, tag))
+
+    def run_batch(items: Sequence[Any]) -> list[Any]:
+        tasks = [SandboxTask(source=it.program.source, factors=dict(it.factors), seed=it.seed)
+                 for it in items]
+        made = deps.sandbox.run_many(tasks)
+        deps.meter.sandbox_runs += len(tasks)
+        out: list[Any] = [EpisodeResult(index=i, success=False, failing_phase=None, steps=0, wall_s=0.0,
+                                        path=None, error=f"generation failed: {res.error}")
+                          for i, res in enumerate(made)]
+        where = [i for i, res in enumerate(made) if res.ok]
+        jobs = [EpisodeJob(scene=made[i].scenes[0], policy=policy, max_steps=deps.config.rollout_max_steps)
+                for i in where]
+        for i, r in zip(where, deps.episodes.run(jobs), strict=True):
+            deps.meter.sim_steps += r.steps
+            deps.meter.episodes += 1
+            out[i] = EpisodeResult(index=i, success=r.success, failing_phase=r.failing_phase, steps=r.steps,
+                                   wall_s=r.wall_s, cpu_s=r.cpu_s, path=None, error=r.error)
+        return out
+
+    return run_batch
+
+
+def verify(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """A verdict for every diagnosis of the round that has none yet."""
+    from memory.types import Diagnosis
+
+    tick = deps.reporter.progress("verify: diagnoses", len(state.get("diagnoses", [])))
+    failures = list(state.get("critic_failures", []))
+    for rel in state.get("diagnoses", []):
+        path = deps.run.abs(rel)
+        rec = read_json(path)
+        if rec.get("verdict") is None and not rec.get("verify_error"):
+            dx = Diagnosis.model_validate(rec["diagnosis"])
+            rng = np.random.default_rng(stable_seed(deps.config.seed, state["round"], dx.id))
+            run_batch = make_run_batch(deps, state, dx.id)
+            try:
+                verdict = deps.agents.verify(dx, load_program(deps, rec["program"]), run_batch,
+                                             n=deps.config.verify_n, alpha=deps.config.verify_alpha, rng=rng)
+                rec["verdict"] = verdict.model_dump(mode="json")
+            except (ValueError, KeyError) as e:  # e.g. no factor left for a control edit
+                rec["verify_error"] = f"{type(e).__name__}: {e}"
+                failures.append(f"{rec['episode']}: verification failed: {rec['verify_error'][:300]}")
+            write_json(path, rec)
+        tick(None)
+    return {"critic_failures": failures}
+
+
+def verdict_counts(deps: Deps, files: Sequence[str]) -> dict[str, int]:
+    """validated / refuted / inconclusive / unverified among diagnosis files."""
+    out = {"validated": 0, "refuted": 0, "inconclusive": 0, "unverified": 0}
+    for rel in files:
+        v = read_json(deps.run.abs(rel)).get("verdict")
+        out[v["status"] if v else "unverified"] += 1
+    return out
+
+
+def summary_diagnose(update: Mapping[str, Any]) -> str:
+    n, f = len(update.get("diagnoses", [])), len(update.get("critic_failures", []))
+    return f"{n} diagnoses" + (f", {f} critic failures" if f else "")
+
+
+def summary_verify(update: Mapping[str, Any]) -> str:
+    return f"{len(update.get('critic_failures', []))} critic/verify failures so far"

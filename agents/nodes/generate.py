@@ -1,0 +1,166 @@
+"""`generate` and `validate`: turn each slot's program into accepted scenes, with bounded repair.
+
+A slot's program runs in the sandbox on factors drawn from its schema; the scenes then face the validity
+checks (overlap, settling, reach, the scripted expert solves it — whose trajectory becomes a
+demonstration). When the writer's program fails its static checks, raises in the sandbox, or yields too
+few valid scenes, the exact error goes back to the writer (routing loops validate → generate) at most
+`max_retries` times; then the slot is reported failed and the shortfall is made up from the family's seed
+program so every method keeps the same generation budget. Methods without a writer retry the same
+program with fresh seeds. Accepted scenes are never dropped by a retry.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from agents.deps import Deps
+from agents.nodes.programs import (
+    load_program,
+    save_program,
+    seed_generation,
+    seed_programs,
+    static_errors,
+)
+from agents.nodes.work import error_text, generate_scenes, validate_scenes
+from agents.state import RoundState, Slot, new_slot
+
+TEMPLATE_MODES = ("seed", "dr")  # arms whose programs are made from templates, never by the writer
+
+
+def _retry_or_fail(slot: Slot, error: str, max_retries: int) -> None:
+    slot["error"] = error
+    slot["status"] = "failed" if slot["attempts"] > max_retries else "retry"
+
+
+def _uses_writer(deps: Deps, slot: Slot) -> bool:
+    m = slot["mode_id"]
+    return deps.config.method_config.writer and m not in TEMPLATE_MODES and not m.startswith("var_")
+
+
+def load_mode(deps: Deps, mode_id: str) -> Any:
+    """The `DifficultyMode` a writer works from: memory's, or the file `remember` wrote without memory."""
+    from memory.types import DifficultyMode
+
+    if deps.memory is not None:
+        return deps.memory.mode(mode_id)
+    return DifficultyMode.model_validate_json((deps.run.dir("modes") / f"{mode_id}.json").read_text())
+
+
+def _write(deps: Deps, slot: Slot, round: int) -> tuple[Any | None, str]:
+    """Ask the writer for the slot's program, from the family's seed program and the mode; on a retry the
+    feedback is the failing program's exact error. Returns (program, "") or (None, the error)."""
+    base = seed_generation(slot["family"])
+    feedback = slot["error"] or None
+    try:
+        mode = load_mode(deps, slot["mode_id"])
+        program = deps.agents.write_generation_program(mode, base, deps.llm, feedback, round=round)
+    except Exception as e:  # noqa: BLE001 - malformed LLM output, bad edits, ...: the writer's failure
+        return None, f"the writer failed: {error_text(e)}"
+    if program.family != slot["family"]:
+        return None, f"the program is for family {program.family!r}, not {slot['family']!r}"
+    error = static_errors(program)
+    return (None, f"static checks failed:\n{error}") if error else (program, "")
+
+
+def _attempt(deps: Deps, slot: Slot, round: int, written: list[str]) -> None:
+    """One attempt of one slot: (re)write its program if needed, then generate candidate scenes."""
+    cfg = deps.config
+    needs_program = not slot["program"] or (slot["status"] == "retry" and _uses_writer(deps, slot))
+    slot["attempts"] += 1
+    if needs_program:
+        program, error = _write(deps, slot, round)
+        if program is None:
+            _retry_or_fail(slot, error, cfg.max_retries)
+            return
+        slot["program"] = save_program(deps, program, round)
+        written.append(slot["program"])
+        if slot["template"] and deps.memory is not None:
+            deps.memory.record_use(slot["template"], slot["family"], round)
+    program = load_program(deps, slot["program"])
+    need = slot["n"] + slot["held"] - len(slot["accepted"]) - len(slot["held_scenes"])
+    got = generate_scenes(deps, program, math.ceil(need * cfg.oversample), round=round, tag=slot["mode_id"],
+                          attempt=slot["attempts"])
+    if not got.scenes:
+        _retry_or_fail(slot, f"generate() failed on every run; first error: {got.errors[0]}", cfg.max_retries)
+        return
+    slot["candidates"], slot["status"], slot["error"] = got.scenes, "generated", ""
+
+
+def generate(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """Programs → candidate scenes for every pending or retrying slot."""
+    round = state["round"]
+    slots: list[Slot] = copy.deepcopy(state["slots"])  # a node never mutates its input
+    written = list(state.get("programs", []))
+    todo = [s for s in slots if s["status"] in ("pending", "retry")]
+    tick = deps.reporter.progress("generate: slots", len(todo))
+    for slot in todo:
+        _attempt(deps, slot, round, written)
+        tick(None)
+    return {"slots": slots, "programs": list(dict.fromkeys(written))}
+
+
+def _rejections(rows: list[dict[str, Any]]) -> str:
+    """What the writer reads when too few scenes passed: counts per reason, one message per reason."""
+    bad = [r for r in rows if not r.get("ok")]
+    counts = Counter(r.get("reason") or "unknown" for r in bad)
+    first = {}
+    for r in bad:
+        first.setdefault(r.get("reason") or "unknown", r.get("message", ""))
+    lines = [f"{len(bad)} of {len(rows)} scenes failed validation:"]
+    lines += [f"- {reason} ({n}×), e.g.: {first[reason]}" for reason, n in counts.most_common()]
+    return "\n".join(lines)
+
+
+def _accept(slot: Slot, rows: list[dict[str, Any]]) -> None:
+    """Take valid scenes in order: training scenes first, then measurement scenes; drop the surplus."""
+    for r in rows:
+        if not r.get("ok"):
+            continue
+        if len(slot["accepted"]) < slot["n"]:
+            slot["accepted"].append(r["scene"])
+            slot["demos"].append(r["demo"])
+        elif len(slot["held_scenes"]) < slot["held"]:
+            slot["held_scenes"].append(r["scene"])
+
+
+def _backfill(deps: Deps, slot: Slot) -> Slot | None:
+    """A seed slot that makes up a failed slot's shortfall (None when nothing is missing or the failed
+    slot was already the seed distribution)."""
+    n, held = slot["n"] - len(slot["accepted"]), slot["held"] - len(slot["held_scenes"])
+    if slot["mode_id"] == "seed" or (n <= 0 and held <= 0):
+        return None
+    gen, train = seed_programs(deps, slot["family"])
+    return new_slot(slot["family"], "seed", max(n, 0), max(held, 0), program=gen, train_program=train,
+                    backfill_for=slot["mode_id"])
+
+
+def validate(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """Validity checks of every slot's candidates; full slots are accepted, short ones retry or fail."""
+    round, cfg = state["round"], deps.config
+    slots: list[Slot] = copy.deepcopy(state["slots"])
+    todo = [s for s in slots if s["status"] == "generated"]
+    tick = deps.reporter.progress("validate: scenes", sum(len(s["candidates"]) for s in todo))
+    for slot in todo:
+        rows = validate_scenes(deps, slot["candidates"], round=round, tick=tick)
+        _accept(slot, rows)
+        slot["candidates"] = []
+        if len(slot["accepted"]) >= slot["n"] and len(slot["held_scenes"]) >= slot["held"]:
+            slot["status"], slot["error"] = "accepted", ""
+        else:
+            _retry_or_fail(slot, _rejections(rows), cfg.max_retries)
+    # a slot that failed here or in `generate` (writer, checks, sandbox) hands its shortfall to the seed
+    filled = {(s["family"], s["backfill_for"]) for s in slots if s["backfill_for"]}
+    extra = [fill for s in slots if s["status"] == "failed" and (s["family"], s["mode_id"]) not in filled
+             and (fill := _backfill(deps, s)) is not None]
+    return {"slots": slots + extra}
+
+
+def summary(update: Mapping[str, Any]) -> str:
+    slots = update.get("slots", [])
+    by = Counter(s["status"] for s in slots)
+    acc = sum(len(s["accepted"]) for s in slots)
+    return f"{acc} training scenes accepted; slots " + ", ".join(f"{k} {v}" for k, v in sorted(by.items()))

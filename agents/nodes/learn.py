@@ -1,0 +1,159 @@
+"""`bootstrap`, `train` and `measure` (DESIGN §5.9–5.10): the policy before round 1, its update each round,
+and success before/after per arm → the learning-progress ledger; held-out in-distribution and OOD
+evaluation is measured every round for the record and never steers anything.
+
+Checkpoints are policy/round_XX.pt; a node that re-runs after a crash finds a finished update
+(checkpoint + train/round_XX.json) and keeps it.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agents.deps import Deps
+from agents.nodes.programs import load_program, seed_programs
+from agents.nodes.rollout import outcomes, scene_id
+from agents.nodes.work import generate_scenes, run_policy, stable_seed, validate_scenes
+from agents.rundir import read_json, write_json
+from agents.state import RoundState
+
+
+def _finished(deps: Deps, round: int) -> dict[str, Any] | None:
+    """The saved update of `round`, if both its checkpoint and its record exist."""
+    rec = deps.run.dir("train") / f"round_{round:02d}.json"
+    return read_json(rec) if rec.exists() and deps.run.policy(round).exists() else None
+
+
+def _record(deps: Deps, round: int, info: dict[str, Any]) -> dict[str, Any]:
+    write_json(deps.run.dir("train") / f"round_{round:02d}.json", info)
+    return info
+
+
+def eval_scenes(deps: Deps) -> list[str]:
+    """Held-out evaluation scenes per family (in distribution and OOD), written once to scenes/eval/."""
+    from sim.families import get_family
+
+    d, cfg, out = deps.run.dir("scenes") / "eval", deps.config, []
+    d.mkdir(parents=True, exist_ok=True)
+    for family in cfg.families:
+        fam = get_family(family)
+        for split, n, ood in (("id", cfg.eval_id, False), ("ood", cfg.eval_ood, True)):
+            for i in range(n):
+                spec = fam.sample_scene(cfg.eval_seed0 + i, ood=ood)
+                path = d / f"{family}_{split}_{spec.scene_id}.json"
+                if not path.exists():
+                    path.write_text(spec.to_json())
+                out.append(deps.run.rel(path))
+    return out
+
+
+def heldout(deps: Deps, policy: str, round: int) -> dict[str, dict[str, float]]:
+    """Success of `policy` per family on the held-out ID and OOD scenes."""
+    scenes = eval_scenes(deps)
+    tick = deps.reporter.progress("held-out eval", len(scenes))
+    ran = run_policy(deps, scenes, policy, round=round, prefix="eval",
+                     seed=stable_seed(deps.config.seed, "eval"), record_every=10, tick=tick)
+    acc: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for s, r in zip(scenes, ran, strict=True):
+        family, split = Path(s).stem.rsplit("_", 2)[:2]
+        acc[family][split].append(r.success)
+    return {f: {k: sum(v) / len(v) for k, v in splits.items()} for f, splits in acc.items()}
+
+
+def bootstrap(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """Round 0: write the seed programs, collect seed demonstrations, make the starting policy."""
+    cfg = deps.config
+    programs, demos = [], []
+    for family in cfg.families:
+        gen, train = seed_programs(deps, family)
+        programs += [gen, train]
+        got = generate_scenes(deps, load_program(deps, gen), math.ceil(cfg.seed_demos * cfg.oversample),
+                              round=0, tag="seed", attempt=0)
+        tick = deps.reporter.progress(f"seed demos: {family}", len(got.scenes))
+        rows = validate_scenes(deps, got.scenes, round=0, tick=tick)
+        demos += [r["demo"] for r in rows if r.get("ok")][: cfg.seed_demos]
+    if not demos:
+        raise RuntimeError("no seed demonstration succeeded: the seed programs or the simulator are broken")
+    out = deps.run.policy(0)
+    info = _finished(deps, 0)
+    if info is None:
+        paths = [deps.run.abs(p) for p in demos]
+        made = deps.trainer.bootstrap(paths, out) if cfg.method_config.bootstrap_sft else \
+            deps.trainer.initial(paths, out)
+        info = _record(deps, 0, {"update": "sft" if cfg.method_config.bootstrap_sft else "none", **made})
+    policy = deps.run.rel(out)
+    return {"round": 0, "policy": policy, "programs": programs, "train_metrics": info,
+            "measured": {"arms": [], "eval": heldout(deps, policy, 0), "demos": len(demos)}}
+
+
+def _aw_groups(deps: Deps, state: RoundState) -> list[tuple[Any, list[Path]]]:
+    """(training program, its episodes) per program: each slot's training-scene rollouts and demos."""
+    by_scene = outcomes(deps, state.get("rollouts", []))
+    groups: dict[str, list[Path]] = defaultdict(list)
+    for slot in state["slots"]:
+        tp = slot["train_program"] or seed_programs(deps, slot["family"])[1]
+        groups[tp] += [deps.run.abs(by_scene[scene_id(s)].path) for s in slot["accepted"]
+                       if scene_id(s) in by_scene]
+        groups[tp] += [deps.run.abs(d) for d in slot["demos"]]
+    return [(load_program(deps, tp), eps) for tp, eps in groups.items() if eps]
+
+
+def train(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """The round's policy update: none, SFT on the round's demos, or advantage-weighted."""
+    r, method = state["round"], deps.config.method_config
+    src, out = deps.run.abs(state["policy"]), deps.run.policy(r)
+    info = _finished(deps, r)
+    if info is None:
+        demos = [deps.run.abs(d) for s in state["slots"] for d in s["demos"]]
+        if method.update == "none" or (method.update == "sft" and not demos):
+            shutil.copyfile(src, out)
+            made: dict[str, Any] = {"skipped": "no update" if method.update == "none" else "no demos"}
+        elif method.update == "sft":
+            made = deps.trainer.finetune(src, demos, out)
+        else:
+            made = deps.trainer.aw_update(src, _aw_groups(deps, state), out, shaping=method.shaping,
+                                          seed=stable_seed(deps.config.seed, r, "train"))
+        info = _record(deps, r, {"update": method.update, **made})
+    return {"policy": deps.run.rel(out), "train_metrics": info}
+
+
+def measure(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """Before/after success per arm on its measurement scenes → ledger; held-out evaluation."""
+    r = state["round"]
+    held = [(slot, s) for slot in state["slots"] for s in slot["held_scenes"]]
+    tick = deps.reporter.progress("measure: held scenes", len(held))
+    after = run_policy(deps, [s for _, s in held], state["policy"], round=r, prefix="meas",
+                       seed=stable_seed(deps.config.seed, r, "measure"), record_every=10, tick=tick)
+    before = outcomes(deps, state.get("rollouts", []))
+    arms: dict[tuple[str, str], dict[str, list[bool]]] = defaultdict(lambda: {"before": [], "after": []})
+    for (slot, s), a in zip(held, after, strict=True):
+        arm = arms[(slot["mode_id"], slot["family"])]
+        arm["after"].append(a.success)
+        if scene_id(s) in before:
+            arm["before"].append(before[scene_id(s)].success)
+    rows = []
+    for (mode, family), v in sorted(arms.items()):
+        b = sum(v["before"]) / len(v["before"]) if v["before"] else None
+        a = sum(v["after"]) / len(v["after"])
+        deps.ledger.record(mode, family, r, a, len(v["after"]), before=b)
+        rows.append({"mode": mode, "family": family, "n": len(v["after"]), "before": b, "after": a})
+    return {"measured": {"arms": rows, "eval": heldout(deps, state["policy"], r)}}
+
+
+def summary_train(update: Mapping[str, Any]) -> str:
+    m = update.get("train_metrics", {})
+    keys = ("update", "skipped", "chunks", "episodes", "demos", "train_s")
+    return ", ".join(f"{k} {m[k]}" for k in keys if k in m)
+
+
+def summary_measure(update: Mapping[str, Any]) -> str:
+    ev = update.get("measured", {}).get("eval", {})
+    ood = [v.get("ood") for v in ev.values() if v.get("ood") is not None]
+    idd = [v.get("id") for v in ev.values() if v.get("id") is not None]
+    mean = lambda xs: f"{sum(xs) / len(xs):.0%}" if xs else "-"  # noqa: E731
+    return f"held-out success ID {mean(idd)}, OOD {mean(ood)}"

@@ -1,0 +1,196 @@
+"""`remember` and `compile` (DESIGN §5.7–5.8).
+
+`remember` files the round's evidence: every rollout as an episodic entry (with its diagnosis), every
+verdict, and each validated diagnosis under a difficulty mode (joined or founded). Without memory (the
+critic-no-memory baseline) a validated diagnosis becomes a mode of this round only, written to modes/.
+
+`compile` turns each validated (mode, family) into its two programs: a training program (Text2potential:
+written, checked, agreement with the round's expert demos, refined below the threshold) and a generation
+program that recreates the difficulty. With memory, the pair is indexed by mode for every later round and
+every family that shares the factor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agents.deps import Deps
+from agents.nodes.programs import save_program, seed_generation, seed_training, static_errors
+from agents.nodes.rollout import outcomes, scene_id
+from agents.nodes.work import error_text
+from agents.rundir import read_json, write_json
+from agents.state import RoundState
+
+AGREEMENT_THRESHOLD = 0.9  # a training program below this agreement with expert demos is refined
+MAX_DEMOS = 10  # demonstrations an agreement check reads
+
+
+def _records(deps: Deps, state: RoundState) -> list[tuple[str, dict[str, Any]]]:
+    return [(rel, read_json(deps.run.abs(rel))) for rel in state.get("diagnoses", [])]
+
+
+def _episodes_to_memory(deps: Deps, state: RoundState, recs: list[tuple[str, dict[str, Any]]]) -> None:
+    from memory.types import Diagnosis, EpisodeRecord
+
+    mode_of = {scene_id(s): slot["mode_id"] for slot in state["slots"]
+               for s in slot["accepted"] + slot["held_scenes"]}
+    dx_of = {rec["episode"]: Diagnosis.model_validate(rec["diagnosis"]) for _, rec in recs}
+    records, diagnoses = [], []
+    for sid, o in outcomes(deps, state.get("rollouts", [])).items():
+        stem = deps.run.abs(o.path).stem
+        records.append(EpisodeRecord(episode_id=stem, path=o.path, scene_id=sid, family=o.family,
+                                     success=o.success, failing_phase=o.failing_phase, round=state["round"],
+                                     mode_id=mode_of.get(sid, "seed")))
+        diagnoses.append(dx_of.get(o.path))
+    deps.memory.add_episodes(records, diagnoses)
+
+
+def _local_mode(deps: Deps, dx: Any, family: str, round: int) -> str:
+    """A mode of this round only (no memory): named like memory names modes, written to modes/."""
+    from memory.types import DifficultyMode, slug
+
+    mode_id = "_".join([slug(dx.factor), slug(dx.phase)] + ([dx.side] if dx.side in ("low", "high") else []))
+    mode = DifficultyMode(id=mode_id, description=f"{dx.factor_key} during {dx.phase}: {dx.explanation}",
+                          factor_group=dx.factor_group, factor=dx.factor, phase=dx.phase, side=dx.side,
+                          families=(family,), evidence_ids=(dx.episode_id,), diagnosis_ids=(dx.id,),
+                          created_round=round)
+    write_json(deps.run.dir("modes") / f"{mode_id}.json", mode.model_dump(mode="json"))
+    return mode_id
+
+
+def remember(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """Evidence and verdicts into memory; validated diagnoses into modes."""
+    from memory.types import Diagnosis, Verdict
+
+    recs = _records(deps, state)
+    if deps.memory is not None:
+        _episodes_to_memory(deps, state, recs)
+    modes = []
+    for rel, rec in recs:
+        if rec.get("verdict") is None:
+            continue
+        dx, verdict = Diagnosis.model_validate(rec["diagnosis"]), Verdict.model_validate(rec["verdict"])
+        if deps.memory is not None:
+            mode = deps.memory.add_verdict(dx, verdict, rec["family"], round=state["round"])
+            mode_id = mode.id if mode is not None else None
+        else:
+            mode_id = _local_mode(deps, dx, rec["family"], state["round"]) if verdict.status == "validated" \
+                else None
+        if mode_id:
+            modes.append(f"{mode_id}|{rec['family']}")
+            if rec.get("mode_id") != mode_id:
+                write_json(deps.run.abs(rel), {**rec, "mode_id": mode_id})
+    return {"modes": list(dict.fromkeys(modes))}
+
+
+def _with_retries(deps: Deps, make: Any) -> tuple[Any | None, list[str]]:
+    """`make(feedback)` at most 1 + max_retries times until it returns a program without errors."""
+    errors: list[str] = []
+    for _ in range(deps.config.max_retries + 1):
+        try:
+            program, problem = make(errors[-1] if errors else None)
+        except Exception as e:  # noqa: BLE001 - any writer failure is retried, then reported
+            program, problem = None, error_text(e)
+        if program is not None and not problem:
+            return program, errors
+        errors.append(problem)
+    return None, errors
+
+
+def _training_program(deps: Deps, dx: Any, family: str, mode_id: str, round: int,
+                      demos: list[Any]) -> tuple[Any, dict[str, Any]]:
+    """Written, checked and (below the agreement threshold) refined training program for a diagnosis."""
+    from programs.checks import check_training, format_errors
+    from programs.model import TrainingProgram
+    from programs.potential import agreement
+    from programs.refine import Evidence, refine
+
+    def make(feedback: str | None) -> tuple[Any, str]:
+        tp = deps.agents.write_training_program(dx, seed_training(family), deps.llm, mode_id=mode_id,
+                                                round=round, demos=demos, feedback=feedback)
+        return tp, format_errors(check_training(tp))
+
+    tp, errors = _with_retries(deps, make)
+    info: dict[str, Any] = {"writer_errors": len(errors)}
+    if tp is None:  # the family's seed stages, recorded as serving this mode
+        seed = seed_training(family)
+        tp = TrainingProgram.model_validate({**seed.model_dump(exclude={"id"}), "parent_id": seed.id,
+                                             "diagnosis": f"writer failed: {errors[-1][:500]}"})
+        info["fallback"] = "seed training program"
+    tp = TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "mode_id": mode_id, "round": round})
+    if demos:
+        info["agreement"] = round_(agreement(tp, demos))
+        if info["agreement"] < AGREEMENT_THRESHOLD:
+            tp = refine(tp, Evidence(demos, AGREEMENT_THRESHOLD, note=dx.text()))
+            info["agreement_refined"] = round_(agreement(tp, demos))
+    return tp, info
+
+
+def round_(x: float) -> float:
+    return round(float(x), 4)
+
+
+def _generation_program(deps: Deps, mode: Any, family: str, round: int) -> tuple[Any | None, list[str]]:
+    def make(feedback: str | None) -> tuple[Any, str]:
+        p = deps.agents.write_generation_program(mode, seed_generation(family), deps.llm, feedback,
+                                                 round=round)
+        return p, static_errors(p) or ""
+
+    return _with_retries(deps, make)
+
+
+def _family_demos(deps: Deps, state: RoundState, family: str) -> list[Any]:
+    from sim.episode import Episode
+
+    paths = [d for s in state["slots"] if s["family"] == family for d in s["demos"]][:MAX_DEMOS]
+    return [Episode.load(deps.run.abs(p)) for p in paths]
+
+
+def _has_programs(deps: Deps, mode_programs: Mapping[str, list[str]], mode_id: str, family: str) -> bool:
+    if mode_programs.get(f"{mode_id}|{family}", [""])[0]:
+        return True
+    if deps.memory is None:
+        return False
+    return any(e.family == family for e in deps.memory.programs_for(mode_id, family))
+
+
+def compile(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """A (generation, training) program pair for each validated (mode, family) that has none yet."""
+    from agents.nodes.generate import load_mode
+    from memory.types import Diagnosis
+
+    r = state["round"]
+    mode_programs = dict(state.get("mode_programs", {}))
+    written, report = list(state.get("programs", [])), []
+    recs = [rec for _, rec in _records(deps, state) if rec.get("mode_id")]
+    for key in state.get("modes", []):
+        mode_id, family = key.split("|")
+        if _has_programs(deps, mode_programs, mode_id, family):
+            continue  # procedural memory already holds this family's programs for the mode
+        dx = Diagnosis.model_validate(next(rec for rec in recs if rec["mode_id"] == mode_id
+                                           and rec["family"] == family)["diagnosis"])
+        tp, info = _training_program(deps, dx, family, mode_id, r, _family_demos(deps, state, family))
+        train_rel = save_program(deps, tp, r)
+        gen, gen_errors = _generation_program(deps, load_mode(deps, mode_id), family, r)
+        gen_rel = save_program(deps, gen, r) if gen is not None else ""
+        info.update(mode=mode_id, family=family, generation_errors=len(gen_errors), generation=gen_rel,
+                    training=train_rel)
+        written += [p for p in (train_rel, gen_rel) if p]
+        mode_programs[key] = [gen_rel, train_rel]
+        if gen is not None and deps.memory is not None:
+            deps.memory.add_programs(mode_id, gen.id, tp.id, family,
+                                     (gen_rel[:-5] + ".py", train_rel[:-5] + ".py"), round=r)
+        report.append(info)
+    return {"mode_programs": mode_programs, "programs": list(dict.fromkeys(written)), "compiled": report}
+
+
+def summary_remember(update: Mapping[str, Any]) -> str:
+    return f"{len(update.get('modes', []))} validated (mode, family) pairs"
+
+
+def summary_compile(update: Mapping[str, Any]) -> str:
+    rep = update.get("compiled", [])
+    agr = [c.get("agreement_refined", c.get("agreement")) for c in rep if "agreement" in c]
+    tail = f", agreement {min(agr):.2f}–{max(agr):.2f}" if agr else ""
+    return f"{len(rep)} program pairs{tail}"

@@ -1,0 +1,102 @@
+"""`report`: close a round — its row in metrics.jsonl (outcomes and per-node cost), report.html, the
+summary table on the console, and a snapshot of memory that a fork from this round boundary restores."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from agents.deps import Deps
+from agents.nodes.critic import verdict_counts
+from agents.nodes.rollout import outcomes, scene_id
+from agents.rundir import append_metrics
+from agents.state import RoundState
+
+COST_KEYS = ("wall_s", "llm_calls", "tokens_in", "tokens_out", "sim_steps", "episodes", "sandbox_runs")
+
+
+def _mean(xs: list[float]) -> float | None:
+    return round(sum(xs) / len(xs), 4) if xs else None
+
+
+def _generation(state: RoundState) -> dict[str, Any]:
+    slots = state.get("slots", [])
+    accepted: Counter[str] = Counter()
+    for s in slots:
+        accepted[s["family"]] += len(s["accepted"])
+    return {"accepted": dict(accepted), "slots": len(slots),
+            "slots_failed": [f"{s['mode_id']}|{s['family']}: {s['error'][:200]}" for s in slots
+                             if s["status"] == "failed"],
+            "backfilled": sum(s["n"] for s in slots if s["backfill_for"]),
+            "retries": sum(max(0, s["attempts"] - 1) for s in slots),
+            "arms": [f"{s['mode_id']}|{s['family']}×{s['n']}" for s in slots]}
+
+
+def _rollouts(deps: Deps, state: RoundState) -> dict[str, Any]:
+    by_scene = outcomes(deps, state.get("rollouts", []))
+    train = [by_scene[scene_id(s)].success for slot in state.get("slots", []) for s in slot["accepted"]
+             if scene_id(s) in by_scene]
+    return {"rollouts": len(by_scene), "rollout_errors": state.get("rollout_failures", 0),
+            "train_success_before": _mean([float(x) for x in train])}
+
+
+def _critic(deps: Deps, state: RoundState) -> dict[str, Any]:
+    files = state.get("diagnoses", [])
+    counts = verdict_counts(deps, files)
+    judged = counts["validated"] + counts["refuted"] + counts["inconclusive"]
+    out: dict[str, Any] = {"diagnoses": len(files), "critic_failures": len(state.get("critic_failures", [])),
+                           "verdicts": counts,
+                           "refuted_pct": round(100 * counts["refuted"] / judged, 1) if judged else None,
+                           "validated_modes": list(state.get("modes", [])),
+                           "compiled": state.get("compiled", [])}
+    if deps.memory is not None:
+        out["memory"] = deps.memory.counts()
+    return out
+
+
+def cost_total(cost: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Sum of every node's cost."""
+    return {k: round(sum(c.get(k, 0) for c in cost.values()), 3) for k in COST_KEYS}
+
+
+def round_row(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """The round's row of metrics.jsonl."""
+    cfg, measured = deps.config, state.get("measured", {})
+    ev = measured.get("eval", {})
+    arms = measured.get("arms", [])
+    row: dict[str, Any] = {
+        "round": state.get("round", 0), "method": cfg.method, "preset": cfg.preset, "llm": cfg.llm,
+        "policy": state.get("policy", ""), "budget_per_family": cfg.budget,
+        "eval": ev, "eval_id": _mean([v["id"] for v in ev.values() if "id" in v]),
+        "eval_ood": _mean([v["ood"] for v in ev.values() if "ood" in v]),
+        "arms": arms, "held_before": _mean([a["before"] for a in arms if a["before"] is not None]),
+        "held_after": _mean([a["after"] for a in arms]),
+        "train": state.get("train_metrics", {}),
+        "cost": state.get("cost", {}), "cost_total": cost_total(state.get("cost", {})),
+    }
+    if row["round"] > 0:
+        row.update(generation=_generation(state), **_rollouts(deps, state), critic=_critic(deps, state))
+    return row
+
+
+def report(state: RoundState, deps: Deps) -> dict[str, Any]:
+    """Write the round's row, report.html and (with memory) a memory snapshot; print the summary table."""
+    from agents.report import write_html
+
+    row = round_row(state, deps)
+    append_metrics(deps.run.metrics, row)
+    write_html(deps.run, deps.config)
+    if deps.run.memory.exists():  # Chroma store (CoDA) and ledger.json (every method)
+        snap = deps.run.dir("snapshots") / f"round_{row['round']:02d}" / "memory"
+        if snap.exists():
+            shutil.rmtree(snap)
+        shutil.copytree(deps.run.memory, snap)
+    deps.reporter.round_end(row)
+    return {"metrics": row}
+
+
+def summary(update: Mapping[str, Any]) -> str:
+    m = update.get("metrics", {})
+    return f"round {m.get('round')} written to metrics.jsonl (OOD {m.get('eval_ood')})"

@@ -1,0 +1,170 @@
+"""What a person watches and reads: `RichReporter` (live progress per node, a line per finished node with
+its cost, a summary table per round) and `write_html` (runs/<name>/report.html from metrics.jsonl and the
+files of the run directory)."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agents.config import RunConfig
+from agents.rundir import RunDir, read_metrics
+
+COLUMNS = (  # (header, row → text) of the per-round summary, console and HTML alike
+    ("rnd", lambda r: str(r["round"])),
+    ("ID", lambda r: _pct(r.get("eval_id"))),
+    ("OOD", lambda r: _pct(r.get("eval_ood"))),
+    ("b→a", lambda r: f"{_pct(r.get('held_before'))}→{_pct(r.get('held_after'))}"),
+    ("acc", lambda r: _accepted(r)),
+    ("fail", lambda r: str(len(r["generation"]["slots_failed"])) if "generation" in r else "-"),
+    ("dx", lambda r: str(r.get("critic", {}).get("diagnoses", "-"))),
+    ("valid", lambda r: str(r.get("critic", {}).get("verdicts", {}).get("validated", "-"))),
+    ("ref%", lambda r: _num(r.get("critic", {}).get("refuted_pct"))),
+    ("modes", lambda r: str(r.get("critic", {}).get("memory", {}).get("modes", "-"))),
+    ("llm/tok", lambda r: _llm(r.get("cost_total", {}))),
+    ("steps", lambda r: _num(r.get("cost_total", {}).get("sim_steps"))),
+    ("s", lambda r: f"{r.get('cost_total', {}).get('wall_s', 0):.0f}"),
+)
+LEGEND = ("ID/OOD: held-out success · b→a: success on the arms' measurement scenes before→after the "
+          "round's training · acc: accepted training scenes per family · fail: failed slots · dx: "
+          "diagnoses · valid: validated · ref%: refuted share · llm/tok: LLM calls/tokens · steps: simulated "
+          "control steps · s: wall seconds")
+
+
+def _llm(c: dict[str, Any]) -> str:
+    tok = c.get("tokens_in", 0) + c.get("tokens_out", 0)
+    calls = int(c.get("llm_calls", 0))
+    return f"{calls}/{tok / 1000:.1f}k" if tok >= 1000 else f"{calls}/{tok}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.1f}" if isinstance(x, float) and not float(x).is_integer() else f"{int(x)}"
+
+
+def _accepted(r: dict[str, Any]) -> str:
+    acc = r.get("generation", {}).get("accepted")
+    return "-" if acc is None else "/".join(f"{v}" for v in acc.values())
+
+
+class RichReporter:
+    """Live progress on the console. Use as a context manager around the run."""
+
+    def __init__(self, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.console = console or Console()
+        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                            MofNCompleteColumn(), TimeElapsedColumn(), console=self.console, transient=True)
+        self._tasks: list[Any] = []
+
+    def __enter__(self) -> RichReporter:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+    def node_start(self, round: int, node: str) -> None:
+        self._tasks.append(self.bar.add_task(f"round {round} · {node}", total=None))
+
+    def progress(self, what: str, total: int) -> Callable[[Any], None]:
+        task = self.bar.add_task(f"  {what}", total=total)
+        self._tasks.append(task)
+        return lambda _=None: self.bar.advance(task)
+
+    def node_end(self, round: int, node: str, summary: str, cost: dict[str, float]) -> None:
+        for t in self._tasks:
+            self.bar.remove_task(t)
+        self._tasks.clear()
+        parts = [f"{cost.get('wall_s', 0):6.1f} s"]
+        if cost.get("llm_calls"):
+            tok = int(cost.get("tokens_in", 0) + cost.get("tokens_out", 0))
+            parts.append(f"{int(cost['llm_calls'])} LLM calls, {tok} tok")
+        if cost.get("sim_steps"):
+            parts.append(f"{int(cost['sim_steps'])} sim steps")
+        done = " · ".join(parts)
+        self.console.print(f"[green]✓[/] round {round} · [bold]{node:<9}[/] {done}  [dim]{summary}[/]")
+
+    def log(self, message: str) -> None:
+        self.console.print(f"[yellow]![/] {message}")
+
+    def round_end(self, row: dict[str, Any]) -> None:
+        self.console.print(summary_table([row]))
+
+
+def summary_table(rows: list[dict[str, Any]], title: str = "") -> Any:
+    """A rich Table of round rows."""
+    from rich import box
+    from rich.table import Table
+
+    r0 = rows[-1] if rows else {}
+    t = Table(title=title or f"{r0.get('method', '')} · round {r0.get('round', '')}", box=box.SIMPLE_HEAD,
+              pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False,
+              caption=LEGEND if title else None, caption_justify="left")
+    for name, _ in COLUMNS:
+        t.add_column(name, justify="right", no_wrap=True, min_width=max(len(name), 3))
+    for r in rows:
+        t.add_row(*(fn(r) for _, fn in COLUMNS))
+    return t
+
+
+def _rel_links(run: RunDir, paths: list[str]) -> str:
+    return " ".join(f'<a href="{html.escape(p)}">{html.escape(Path(p).name)}</a>' for p in paths)
+
+
+def _thumbs(run: RunDir, round: int, limit: int = 24) -> str:
+    d = run.root / "scenes" / f"round_{round:02d}"
+    pngs = sorted(d.glob("*.png"))[:limit] if d.exists() else []
+    return "".join(f'<figure><img src="{run.rel(p)}" width="128"><figcaption>{html.escape(p.stem[:28])}'
+                   "</figcaption></figure>" for p in pngs)
+
+
+def write_html(run: RunDir, config: RunConfig) -> Path:
+    """runs/<name>/report.html: config, per-round summary and cost, arms, programs, scene thumbnails."""
+    rows = read_metrics(run.metrics)
+    head = "".join(f"<th>{html.escape(n)}</th>" for n, _ in COLUMNS)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(fn(r))}</td>" for _, fn in COLUMNS) + "</tr>"
+                   for r in rows)
+    sections = []
+    for r in rows:
+        cost = "".join(f"<tr><td>{html.escape(n)}</td>" + "".join(f"<td>{_num(c.get(k))}</td>" for k in
+                       ("wall_s", "llm_calls", "tokens_in", "tokens_out", "sim_steps", "episodes")) + "</tr>"
+                       for n, c in r.get("cost", {}).items())
+        pdir = run.root / "programs" / f"round_{r['round']:02d}"
+        progs = sorted(str(p.relative_to(run.root)) for p in pdir.glob("*.py")) if pdir.exists() else []
+        gen = r.get("generation", {})
+        sections.append(
+            f"<h2>Round {r['round']}</h2><p>arms: {html.escape(', '.join(gen.get('arms', [])) or '-')}</p>"
+            f"<p>failed slots: {html.escape('; '.join(gen.get('slots_failed', [])) or 'none')}</p>"
+            f"<p>programs: {_rel_links(run, progs) or '-'}</p>"
+            "<table><tr><th>node</th><th>s</th><th>LLM calls</th><th>tokens in</th><th>tokens out</th>"
+            f"<th>sim steps</th><th>episodes</th></tr>{cost}</table>"
+            f"<details><summary>row</summary><pre>{html.escape(json.dumps(r, indent=1))}</pre></details>"
+            f"<div class=thumbs>{_thumbs(run, r['round'])}</div>")
+    page = (f"<!doctype html><meta charset=utf-8><title>CoDA run {html.escape(run.root.name)}</title>"
+            "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;text-align:right}"
+            "table{border-collapse:collapse}tr:nth-child(even){background:#f3f3f3}figure{display:inline-block;"
+            "margin:4px;font-size:10px}</style>"
+            f"<h1>CoDA run {html.escape(run.root.name)} · {html.escape(config.method)}</h1>"
+            f"<table><tr>{head}</tr>{body}</table><p><small>{html.escape(LEGEND)}</small></p>"
+            f"{''.join(sections)}"
+            f"<h2>Config</h2><pre>{html.escape(config.to_json())}</pre>")
+    run.report.write_text(page)
+    return run.report

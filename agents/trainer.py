@@ -1,0 +1,165 @@
+"""`PolicyTrainer`: the `train` and `bootstrap` nodes' access to `coda_policy` — SFT on expert
+demonstrations, the advantage-weighted round (chunk critic on shaped returns, DESIGN §4), and the
+picklable policy factory that rollouts hand to `sim.pool`.
+
+The graph sees only the `Trainer` protocol of `agents.deps`, so tests swap in a trainer without torch.
+Every method writes the new checkpoint to `out` and returns a few numbers for metrics.jsonl.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.config import LearnConfig
+from programs.model import TrainingProgram
+from sim.pool import PolicyFactory
+
+
+class PolicyTrainer:
+    """SFT and advantage-weighted updates of the `coda_policy` object-token policy."""
+
+    def __init__(self, config: LearnConfig, seed: int = 0) -> None:
+        self.config = config
+        self.seed = seed
+
+    def factory(self, policy: Path, seed: int) -> PolicyFactory:
+        """A picklable factory for pool workers: the checkpoint with its sampling seed."""
+        from coda_policy.awr import SeededPolicy
+
+        return SeededPolicy(str(policy), seed)
+
+    def _threads(self) -> None:
+        import torch
+
+        torch.set_num_threads(self.config.threads)
+
+    def _dataset(self, demos: Sequence[Path], chunk: int) -> Any:
+        from coda_policy.dataset import ChunkDataset
+        from sim.episode import Episode
+
+        episodes = [Episode.load(p) for p in demos]
+        data = ChunkDataset(episodes, chunk, only_success=True)
+        if not len(data):
+            raise ValueError(f"no successful demonstration among {len(episodes)} episodes")
+        return data
+
+    def _sft(self, policy: Any, data: Any, steps: int) -> dict[str, float]:
+        from coda_policy.sft import SFTConfig, train
+
+        cfg = SFTConfig(name="agents", demos=max(1, len(data.episodes)), steps=steps,
+                        warmup=max(1, min(200, steps // 10)), ema=0.0, policy=policy.config,
+                        log_every=max(1, steps))
+        return train(policy, data.tensors(), cfg)
+
+    def initial(self, demos: Sequence[Path], out: Path) -> dict[str, Any]:
+        """The policy before any training of this run: `init_policy` as given, or a fresh network with the
+        demonstrations' normalisation statistics (the zero-shot starting point)."""
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if self.config.init_policy:
+            shutil.copyfile(self.config.init_policy, out)
+            return {"init": self.config.init_policy}
+        from coda_policy.registry import make_policy
+
+        policy = make_policy(self.config.policy)
+        policy.set_stats(self._dataset(demos, self.config.policy.chunk).stats())
+        policy.save(out)
+        return {"init": "fresh"}
+
+    def bootstrap(self, demos: Sequence[Path], out: Path) -> dict[str, Any]:
+        """SFT on the seed demonstrations (from `init_policy` when given, else from scratch)."""
+        self._threads()
+        from coda_policy.registry import load_policy, make_policy
+
+        if self.config.init_policy:
+            policy = load_policy(self.config.init_policy)
+            data = self._dataset(demos, policy.config.chunk)
+        else:
+            policy = make_policy(self.config.policy)
+            data = self._dataset(demos, self.config.policy.chunk)
+            policy.set_stats(data.stats())
+        speed = self._sft(policy, data, self.config.sft_steps)
+        policy.save(out)
+        return {"sft_steps": self.config.sft_steps, "demos": len(data.episodes), "chunks": len(data),
+                "train_s": round(speed["train_s"], 2)}
+
+    def finetune(self, policy_path: Path, demos: Sequence[Path], out: Path) -> dict[str, Any]:
+        """A round's SFT update on its expert demonstrations (normalisation kept)."""
+        self._threads()
+        from coda_policy.registry import load_policy
+
+        policy = load_policy(policy_path)
+        data = self._dataset(demos, policy.config.chunk)
+        speed = self._sft(policy, data, self.config.finetune_steps)
+        policy.save(out)
+        return {"finetune_steps": self.config.finetune_steps, "demos": len(data.episodes),
+                "chunks": len(data), "train_s": round(speed["train_s"], 2)}
+
+    def aw_update(self, policy_path: Path, groups: Sequence[tuple[TrainingProgram, Sequence[Path]]],
+                  out: Path, *, shaping: str, seed: int) -> dict[str, Any]:
+        """Fit a chunk critic on shaped returns of rollouts and demos (each group shaped by its own training
+        program), then update the policy by advantage-weighted flow matching."""
+        self._threads()
+        from coda_policy.awr import (
+            AWRConfig,
+            advantage_weights,
+            build_table,
+            critic_inputs,
+            crossfit_advantages,
+            load_seeded,
+            weighted_update,
+        )
+        from coda_policy.critic import CriticConfig
+        from sim.episode import Episode
+
+        lc = self.config
+        policy = load_seeded(policy_path, seed, fresh=True)
+        episodes, batches = [], []
+        for program, paths in groups:
+            eps = [Episode.load(p) for p in paths]
+            if eps:
+                batches.append((len(episodes), self._shape(eps, program, policy.config, shaping)))
+                episodes += eps
+        chunks = _concat(batches)
+        if chunks is None or not len(chunks):
+            shutil.copyfile(policy_path, out)
+            return {"skipped": "no chunks to train on"}
+        t0 = time.perf_counter()
+        table = build_table(episodes, chunks, policy.embedder)
+        critic_cfg = CriticConfig(hidden=lc.critic_hidden, steps=lc.critic_steps, batch_size=lc.critic_batch,
+                                  seed=seed)
+        awr = AWRConfig(steps=lc.awr_steps, batch_size=lc.awr_batch, tau=lc.awr_tau, lr=lc.awr_lr, seed=seed,
+                        folds=lc.awr_folds)
+        # each chunk's advantage from a critic that never saw its episode (cross-fitted over episodes)
+        adv, cm = crossfit_advantages(critic_inputs(policy, table), chunks.episode, critic_cfg, awr.folds)
+        w, wm = advantage_weights(adv, awr)
+        um = weighted_update(policy, table, w, awr)
+        policy.save(out)
+        return {"shaping": shaping, "episodes": len(episodes), "chunks": len(chunks),
+                "demo_chunks": int(chunks.demo.sum()), "return_mean": float(chunks.ret.mean()),
+                "critic_explained_var": float(cm.get("explained_var", float("nan"))), "w_mean": wm["w_mean"],
+                "flow_mse_last": um["flow_mse_last"], "train_s": round(time.perf_counter() - t0, 2)}
+
+    def _shape(self, eps: list[Any], program: TrainingProgram, pc: Any, shaping: str) -> Any:
+        from coda_policy.shaping import ShapingConfig, shape_episodes
+
+        return shape_episodes(eps, ShapingConfig(mode=shaping), program, h=pc.chunk,
+                              demo_stride=self.config.demo_stride, rollout_stride=pc.execute)
+
+
+def _concat(batches: list[tuple[int, Any]]) -> Any:
+    """One `ChunkBatch` from per-group batches; episode indices shifted by each group's offset."""
+    if not batches:
+        return None
+    first = batches[0][1]
+    cols = {}
+    for f in dataclasses.fields(first):
+        parts = [getattr(b, f.name) + (off if f.name == "episode" else 0) for off, b in batches]
+        cols[f.name] = np.concatenate(parts)
+    return type(first)(**cols)

@@ -1,0 +1,161 @@
+"""The graph: its shape, routing, a CoDA round that founds a difficulty mode and reuses its programs (and a
+fork of that run at a round boundary), the bounded writer retries with the exact error fed back, and every
+baseline as a configuration of the same graph with the same generation budget."""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from agents import routing
+from agents.config import METHODS
+from agents.deps import open_deps
+from agents.graph import build_graph
+from agents.nodes import NODES
+from agents.rundir import read_metrics
+from tests.agents.graphkit import accepted_per_family, config, files, run_graph
+from tests.fakes.agents import ScriptedAgents
+from tests.fakes.trainer import FakeTrainer
+
+ALWAYS_FAILS = -1.0  # yaw limit of the fake policy: every rollout fails, so the critic has work
+
+
+@pytest.fixture
+def deps_for(tmp_path: Path):
+    stack = ExitStack()
+
+    def make(method: str = "coda", agents=None, trainer=None, **over):
+        cfg = config(method, **over)
+        trainer = trainer or FakeTrainer(ALWAYS_FAILS)
+        return stack.enter_context(open_deps(cfg, tmp_path / method, trainer=trainer,
+                                             agents=agents or ScriptedAgents()))
+
+    yield make
+    stack.close()
+
+
+def test_routing_is_pure_and_covers_the_loop() -> None:
+    slot = {"status": "retry"}
+    assert routing.after_validate({"slots": [slot, {"status": "accepted"}]}) == "generate"
+    assert routing.after_validate({"slots": [{"status": "failed"}, {"status": "accepted"}]}) == "rollout"
+    assert routing.after_rollout({}, diagnose=True) == "diagnose"
+    assert routing.after_rollout({}, diagnose=False) == "train"
+    assert routing.after_report({"round": 1, "rounds": 2}) == "allocate"
+    assert routing.after_report({"round": 2, "rounds": 2}) == routing.END
+
+
+def test_graph_has_every_node_and_compiles_without_a_checkpointer() -> None:
+    from agents.deps import Deps
+    from agents.rundir import RunDir
+
+    deps = Deps(config=config(), run=RunDir("unused"), sandbox=None, episodes=None, trainer=FakeTrainer())
+    graph = build_graph(deps)
+    assert set(graph.nodes) == set(NODES)
+    app = graph.compile()
+    drawn = app.get_graph().draw_mermaid()
+    for a, b in (("validate", "generate"), ("rollout", "diagnose"), ("rollout", "train"),
+                 ("report", "allocate")):
+        assert a in drawn and b in drawn
+
+
+def test_coda_founds_a_mode_reuses_its_programs_and_forks(deps_for, tmp_path: Path) -> None:
+    deps = deps_for("coda", rounds=2)
+    final = run_graph(deps)
+    root = deps.run.root
+    rows = read_metrics(root / "metrics.jsonl")
+    assert [r["round"] for r in rows] == [0, 1, 2]
+    mode = "obj_yaw_approach_high"
+    assert rows[1]["critic"]["verdicts"]["validated"] == 1 and rows[1]["critic"]["validated_modes"] == \
+        [f"{mode}|pick_place"]
+    assert deps.memory.counts()["modes"] == 1 and deps.memory.counts()["programs"] == 1
+    gen = files(root, f"programs/round_01/gen_{mode}_*.py")
+    assert gen and files(root, f"programs/round_01/train_{mode}_*.py")
+    # round 2 spends part of the budget on the mode, running the program compiled in round 1
+    arm = next(s for s in final["slots"] if s["mode_id"] == mode)
+    assert arm["program"].startswith("programs/round_01/gen_") and arm["status"] == "accepted"
+    assert accepted_per_family(final["slots"]) == {"pick_place": deps.config.budget}
+    for kind in ("scenes/round_02/*.json", "episodes/round_02/roll_*.npz", "episodes/round_02/demo_*.npz",
+                 "policy/round_02.pt", "memory/chroma.sqlite3", "report.html", "trace.sqlite"):
+        assert files(root, kind), kind
+    assert set(rows[2]["cost"]) >= {"allocate", "generate", "validate", "rollout", "diagnose", "verify",
+                                    "remember", "compile", "train", "measure"}
+    assert rows[2]["cost_total"]["sim_steps"] > 0
+    _fork_round_one(deps, tmp_path)
+
+
+def _fork_round_one(deps, tmp_path: Path) -> None:
+    """Fork the finished run at the end of round 1 and replay round 2 in the copy."""
+    from rich.console import Console
+
+    from agents.replay import fork, history, open_app
+
+    with open_app(deps.run) as app:
+        ends = [s for s in history(app) if s.values.get("node") == "report" and s.values["round"] == 1]
+        step = str(ends[0].metadata["step"])
+        copy = fork(app, deps.run, step, tmp_path / "fork", None, Console(quiet=True))
+    assert [r["round"] for r in read_metrics(copy.metrics)] == [0, 1]
+    assert not (copy.root / "episodes/round_02").exists() and not (copy.root / "policy/round_02.pt").exists()
+    assert (deps.run.root / "policy/round_02.pt").exists()  # the original is untouched
+    trainer = FakeTrainer(ALWAYS_FAILS)
+    with open_deps(deps.config, copy.root, trainer=trainer, agents=ScriptedAgents()) as forked:
+        assert forked.memory.counts()["programs"] == 1  # memory as it was at the end of round 1
+        final = run_graph(forked, resume=True)
+    assert final["round"] == 2 and [r["round"] for r in read_metrics(copy.metrics)] == [0, 1, 2]
+    assert files(copy.root, "episodes/round_02/roll_*.npz")
+
+
+def test_validation_error_goes_back_to_the_writer_verbatim(deps_for) -> None:
+    agents = ScriptedAgents(bad_programs=1)  # the mode's first program puts the object out of reach
+    deps = deps_for("coda", agents=agents, rounds=2, max_retries=2)
+    final = run_graph(deps)
+    arm = next(s for s in final["slots"] if s["mode_id"] != "seed")
+    assert arm["status"] == "accepted" and arm["attempts"] == 2
+    feedback = [fb for kind, fb in agents.calls if kind == "write_generation" and fb]
+    assert len(feedback) == 1 and "scenes failed validation" in feedback[0]
+    checked = [json.loads(p.read_text()) for p in (deps.run.root / "validity/round_02").glob("*.json")]
+    reasons = [row["message"] for row in checked if not row["ok"]]
+    assert reasons and any(msg in feedback[0] for msg in reasons)  # the exact checker message
+
+
+def test_a_slot_that_keeps_failing_is_reported_and_backfilled(deps_for) -> None:
+    agents = ScriptedAgents(bad_programs=99)
+    deps = deps_for("coda", agents=agents, rounds=2, max_retries=1)
+    final = run_graph(deps)
+    failed = [s for s in final["slots"] if s["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["attempts"] == 2 and "failed validation" in failed[0]["error"]
+    fill = [s for s in final["slots"] if s["backfill_for"] == failed[0]["mode_id"]]
+    assert fill and fill[0]["status"] == "accepted"
+    assert accepted_per_family(final["slots"]) == {"pick_place": deps.config.budget}  # same budget
+    row = read_metrics(deps.run.root / "metrics.jsonl")[-1]
+    assert len(row["generation"]["slots_failed"]) == 1 and row["generation"]["backfilled"] > 0
+
+
+@pytest.mark.parametrize("method", METHODS.names())
+def test_every_method_is_the_same_graph_with_the_same_budget(deps_for, method: str) -> None:
+    trainer = FakeTrainer(ALWAYS_FAILS)
+    deps = deps_for(method, trainer=trainer, rounds=1)
+    final = run_graph(deps)
+    assert accepted_per_family(final["slots"]) == {"pick_place": deps.config.budget}
+    m = METHODS.get(method)
+    updates = [c for c, _ in trainer.calls]
+    assert updates[0] == ("bootstrap" if m.bootstrap_sft else "initial")
+    expected = {"none": [], "sft": ["finetune"], "aw": [f"aw_update:{m.shaping}"]}[m.update]
+    assert updates[1:] == expected
+    cost = read_metrics(deps.run.root / "metrics.jsonl")[-1]["cost"]
+    assert ("diagnose" in cost) == m.diagnose
+
+
+def test_presets_round_trip_and_typos_get_a_hint() -> None:
+    from agents.config import PRESETS, RunConfig, get_preset
+
+    for name in PRESETS.names():
+        cfg = get_preset(name)
+        assert RunConfig.from_json(cfg.to_json()) == cfg
+    with pytest.raises(KeyError, match="Did you mean 'coda'"):
+        RunConfig(method="cdoa")
+    with pytest.raises(KeyError, match="smoke"):
+        get_preset("smok")
+

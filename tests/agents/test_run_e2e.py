@@ -1,0 +1,111 @@
+"""End to end: `python -m agents.run --preset smoke` with the rules backend (the real policy, trainer,
+simulator, sandbox and memory), the run directory of DESIGN §7, `python -m agents.replay` on it; and the
+replay LLM backend in the loop: a run recorded through an endpoint replays without it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from agents.deps import open_deps
+from agents.llm import CallLog, OpenAIConfig, ReplayConfig, make_llm
+from agents.rundir import read_json, read_metrics
+from tests.agents.graphkit import config, files, run_graph
+from tests.agents.test_malformed_llm import GOOD_DIAGNOSIS, CriticFromLLM
+from tests.fakes.openai_server import FakeOpenAIServer, tool_call_reply, tool_name
+from tests.fakes.trainer import FakeTrainer
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_COST = {"wall_s", "llm_calls", "tokens_in", "tokens_out", "sim_steps", "episodes", "sandbox_runs"}
+
+
+def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={"COLUMNS": "120", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+
+
+@pytest.mark.integration
+def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "smoke"
+    done = cli("-m", "agents.run", "--preset", "smoke", "--llm", "rules", "--rounds", "1", "--out", str(out))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for name in ("config.json", "metrics.jsonl", "report.html", "trace.sqlite", "memory/chroma.sqlite3",
+                 "memory/ledger.json", "policy/round_00.pt", "policy/round_01.pt",
+                 "snapshots/round_01/memory"):
+        assert (out / name).exists(), name
+    for pattern in ("programs/round_00/gen_seed_*.py", "programs/round_00/train_seed_*.json",
+                    "scenes/round_01/*.json", "episodes/round_01/roll_*.npz", "episodes/round_01/demo_*.npz",
+                    "diagnoses/round_01/*.json", "validity/round_01/*.json", "train/round_01.json"):
+        assert files(out, pattern), pattern
+    rows = read_metrics(out / "metrics.jsonl")
+    assert [r["round"] for r in rows] == [0, 1]  # the resume test runs the preset's two rounds
+    for r in rows[1:]:
+        assert r["generation"]["accepted"] == {"pick_place": 2} and not r["generation"]["slots_failed"]
+        assert set(r["cost"]) >= {"allocate", "generate", "validate", "rollout", "diagnose", "verify",
+                                  "remember", "compile", "train", "measure"}
+        assert all(set(c) >= NODE_COST for c in r["cost"].values())
+        assert r["cost_total"]["sim_steps"] > 0 and r["train"]["update"] == "aw"
+        assert r["critic"]["diagnoses"] >= 1 and "memory" in r["critic"]
+    assert "llm/tok" in done.stdout and "wall" in done.stdout  # the per-round tables and the wall time
+    listed = cli("-m", "agents.replay", str(out))
+    assert listed.returncode == 0 and "measure" in listed.stdout and "END" in listed.stdout
+    shown = cli("-m", "agents.replay", str(out), "--show", "5")
+    assert shown.returncode == 0 and "LLM calls by this node" in shown.stdout
+    again = cli("-m", "agents.run", "--preset", "smoke", "--out", str(out))
+    assert again.returncode == 2 and "--resume" in again.stderr  # never overwrites a run
+    more = cli("-m", "agents.run", "--out", str(out), "--resume", "--rounds", "2", "--quiet")
+    assert more.returncode == 0, more.stdout[-3000:] + more.stderr[-3000:]  # a finished run goes on
+    assert [r["round"] for r in read_metrics(out / "metrics.jsonl")] == [0, 1, 2]
+    assert json.loads((out / "config.json").read_text())["rounds"] == 2
+    assert (out / "policy/round_02.pt").exists()
+
+
+WRITER_ANSWERS = {
+    "DiagnosisOut": GOOD_DIAGNOSIS,
+    "GenerationOut": {"edits": [{"factor": "obj_yaw", "low": 0.3, "high": 0.6}],
+                      "rationale": "turned objects"},
+    "SubgoalsOut": {"subgoals": [
+        {"name": "reach", "done": "dist('ee', object) < 0.03",
+         "progress": "1 - clip(dist('ee', object) / 0.3, 0, 1)"},
+        {"name": "grasp", "done": "grasped(object)", "progress": "clip((0.08 - gripper()) / 0.04, 0, 1)"},
+        {"name": "place", "done": "on(object, target)",
+         "progress": "1 - clip(xy_dist(object, target) / 0.3, 0, 1)"},
+    ]},
+}
+
+
+def _answer(body: dict) -> tuple[int, dict]:
+    return tool_call_reply(WRITER_ANSWERS[tool_name(body)])(body)
+
+
+def _run(run_dir: Path, conf: ReplayConfig) -> tuple[dict, list[dict]]:
+    with ExitStack() as stack:
+        log = CallLog(run_dir / "llm_calls.jsonl")
+        llm = make_llm("replay", conf, call_log=log)
+        stack.callback(llm.close)
+        deps = stack.enter_context(open_deps(config("coda", llm="replay"), run_dir, llm=llm, call_log=log,
+                                             agents=CriticFromLLM(), trainer=FakeTrainer(-1.0)))
+        return run_graph(deps), log.read()
+
+
+def test_replay_backend_reruns_a_recorded_loop_offline(tmp_path: Path) -> None:
+    recordings = tmp_path / "llm_replay.json"
+    with FakeOpenAIServer(_answer) as server:
+        endpoint = OpenAIConfig(base_url=server.base_url, model="fake", max_retries=0)
+        record = ReplayConfig(path=recordings, mode="record", record_backend="openai", record_config=endpoint)
+        first, first_calls = _run(tmp_path / "recorded", record)
+        asked = len(server.requests)
+    assert asked >= 3 and {c["prompt_name"] for c in first_calls} >= {"critic_diagnose", "writer_training",
+                                                                        "writer_generation"}
+    second, second_calls = _run(tmp_path / "replayed", ReplayConfig(path=recordings))  # no endpoint now
+    assert [c["prompt_hash"] for c in second_calls] == [c["prompt_hash"] for c in first_calls]
+    assert all(c["ok"] == d["ok"] for c, d in zip(first_calls, second_calls, strict=True))
+    dx = [read_json(tmp_path / d / first["diagnoses"][0])["diagnosis"] for d in ("recorded", "replayed")]
+    assert dx[0] == dx[1] and dx[0]["critic_id"].startswith("replay")
+    assert second["mode_programs"].keys() == first["mode_programs"].keys() != set()
+    assert json.loads(recordings.read_text())["entries"]
