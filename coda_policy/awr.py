@@ -2,9 +2,14 @@
 demonstrations, Â = Q(s, A) − V(s) is normalised to zero mean and unit std over the data, and the policy's
 flow-matching loss is weighted per sample by w = clip(exp(Â/τ), 0, w_max).
 
-Also here: the table of chunk inputs the critic and the update share, and `QSelectPolicy`, the
-`frozen_actor` ablation (no policy update; at each decision the critic picks the best of K sampled chunks).
-The potential and the critic are training-time only: a deployed, updated policy uses neither.
+Â is cross-fitted by default (`AWRConfig.folds`): the chunks are split by episode and each chunk's Â comes
+from a critic fitted on the other folds, because a critic fitted on a few hundred transitions memorises
+them (V(s) copies Q(s, A_data)) and in-sample Â then shrinks toward noise.
+
+Also here: the table of chunk inputs the critic and the update share, `QSelectPolicy` for the
+`frozen_actor` ablation (no policy update; at each decision the critic picks the best of K sampled
+chunks) and picklable policy factories for pool workers. The potential and the critic are training-time
+only: a deployed, updated policy uses neither.
 """
 
 from __future__ import annotations

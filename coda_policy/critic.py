@@ -47,7 +47,7 @@ class CriticConfig:
     seed: int = 0
     # append βΦ(s) to the state features (training-time only, like the critic): shaped values carry a
     # −βΦ(s) offset that an MLP over encoder features otherwise has to re-learn, and its errors swamp Â
-    potential_feature: bool = True
+    potential_feature: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.ema <= 1:

@@ -82,6 +82,9 @@ def test_critic_on_shaped_table_and_weights() -> None:
     assert len(table) == len(table.chunks) and table.inputs["actions"].shape == (len(table), TINY.chunk, 7)
     data = critic_inputs(policy, table)
     assert data.feats.shape == (len(table), TINY.d_model) and data.next_feats.shape == data.feats.shape
+    with_phi = critic_inputs(policy, table, potential_feature=True)
+    assert with_phi.feats.shape == (len(table), TINY.d_model + 1)
+    np.testing.assert_allclose(with_phi.feats[:, -1].numpy(), table.chunks.beta_phi_start, rtol=1e-5)
     cfg_c = CriticConfig(hidden=32, steps=100, batch_size=16)
     critic, metrics = fit_table_critic(data, cfg_c)
     assert np.isfinite(metrics["td_mse"]) and "val_td_mse" not in metrics

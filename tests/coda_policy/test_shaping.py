@@ -231,6 +231,9 @@ def test_modes_on_synthetic_episodes() -> None:
         assert len(b) == 2 + 3 + 5 and b.actions.shape == (10, 8, 7)
         assert b.demo.sum() == 5 and b.terminal.sum() == 3  # demo chunks from 12 and 16 both reach 17
         batches[mode] = b
+    t2p = batches["text2potential"]
+    assert np.all(t2p.beta_phi_end[~t2p.bootstrap] == 0) and np.all(t2p.beta_phi_start >= 0)
+    assert np.all(batches["sparse"].beta_phi_start == 0)
     sparse = batches["sparse"]
     assert np.count_nonzero(sparse.ret) == 3  # only the chunks that reach the goal earn anything
     assert not np.allclose(batches["dense_reward"].ret, sparse.ret)
