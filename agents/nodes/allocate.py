@@ -3,10 +3,13 @@ that serves each) and split the family's generation budget over them.
 
 Every method gives each family exactly `budget` training scenes (DESIGN §6); what differs is the arms:
 - seed: the seed program; domain_randomization: the seed program with widened ranges;
-- uniform: random single-factor variants, budget split evenly, no feedback;
+- uniform: random single-factor variants (one factor past its training range), budget split evenly;
 - scalar: variants kept or dropped by their measured success rate alone (nearest 50 % first);
 - critic: the previous round's validated diagnoses, nothing older; memory (CoDA): difficulty modes from
   memory (including other families' modes on a factor this family has), budget by learning progress.
+Diagnosis-driven methods (critic, memory) fill the arms they have no mode for with exploration variants
+(random single-factor variants, as `uniform` draws them): failures there are what the critic diagnoses, so
+a policy that solves its training distribution still meets its next difficulty.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from agents.nodes.programs import (
     seed_programs,
     variant_id,
     variant_program,
+    variant_sides,
 )
 from agents.nodes.work import stable_seed
 from agents.state import RoundState, Slot, new_slot
@@ -59,7 +63,7 @@ def _random_variants(deps: Deps, family: str, round: int, k: int, tag: str) -> l
         if len(arms) >= k or not factors:
             break
         f = factors[int(rng.integers(len(factors)))]
-        sides = list(f.choices) if f.type == "choice" else ["low", "high"]
+        sides = variant_sides(f)
         side = sides[int(rng.integers(len(sides)))]
         mode = variant_id(f.name, side)
         if mode not in arms:
@@ -90,8 +94,9 @@ def _known_arm(state: RoundState, key: str) -> Arm:
     return {"mode_id": key.split("|")[0], "program": gen, "train_program": train, "template": ""}
 
 
-def _critic_arms(deps: Deps, state: RoundState, family: str) -> list[Arm]:
-    """Seed + the modes validated in the last round for this family (their programs if compiled)."""
+def _critic_arms(deps: Deps, state: RoundState, family: str, round: int) -> list[Arm]:
+    """Seed + the modes validated in the last round for this family (their programs if compiled), then
+    exploration variants in the arms left."""
     arms = [_seed_arm(deps, family)]
     for key in state.get("modes", []):
         mode, fam = key.split("|")
@@ -99,11 +104,23 @@ def _critic_arms(deps: Deps, state: RoundState, family: str) -> list[Arm]:
             continue
         gen, train = state.get("mode_programs", {}).get(key, ["", ""])
         arms.append({"mode_id": mode, "program": gen, "train_program": train, "template": ""})
-    return arms
+    return _explore(deps, family, round, arms)
 
 
-def _memory_arms(deps: Deps, family: str) -> tuple[list[Arm], dict[str, int] | None]:
-    """CoDA: modes seen in this family or on one of its factors elsewhere; learning-progress budget."""
+def _explore(deps: Deps, family: str, round: int, arms: list[Arm]) -> list[Arm]:
+    """`arms` plus random single-factor variants up to `max_arms` (none that repeats an arm's mode)."""
+    free = deps.config.max_arms - len(arms)
+    if free <= 0:
+        return arms
+    have = {a["mode_id"] for a in arms}
+    extra = [a for a in _random_variants(deps, family, round, free + len(have), "explore")
+             if a["mode_id"] not in have]
+    return arms + extra[:free]
+
+
+def _memory_arms(deps: Deps, family: str, round: int) -> tuple[list[Arm], dict[str, int] | None]:
+    """CoDA: modes seen in this family or on one of its factors elsewhere, then exploration variants in the
+    arms left; the budget by learning progress (unmeasured arms count as promising)."""
     from memory.ledger import allocate_family, arm_scores
 
     cfg, mem = deps.config, deps.memory
@@ -122,6 +139,7 @@ def _memory_arms(deps: Deps, family: str) -> tuple[list[Arm], dict[str, int] | N
         else:
             arms.append({"mode_id": mode, "program": "", "train_program": "",
                          "template": entries[0].id if entries else ""})
+    arms = _explore(deps, family, round, arms)
     counts = allocate_family(deps.ledger, family, [a["mode_id"] for a in arms], cfg.budget, cfg.allocation)
     return arms, counts
 
@@ -144,9 +162,9 @@ def _family_slots(deps: Deps, state: RoundState, family: str, round: int) -> lis
     elif gen == "scalar":
         arms, weights = _scalar_arms(deps, state, family, round)
     elif gen == "critic":
-        arms = _critic_arms(deps, state, family)
+        arms = _critic_arms(deps, state, family, round)
     else:
-        arms, counts = _memory_arms(deps, family)
+        arms, counts = _memory_arms(deps, family, round)
     if counts is None:
         counts = split_budget(cfg.budget, weights or {a["mode_id"]: 1.0 for a in arms})
     return [new_slot(family, a["mode_id"], counts[a["mode_id"]], cfg.held, program=a["program"],

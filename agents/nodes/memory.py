@@ -131,10 +131,13 @@ def round_(x: float) -> float:
     return round(float(x), 4)
 
 
-def _generation_program(deps: Deps, mode: Any, family: str, round: int) -> tuple[Any | None, list[str]]:
+def _generation_program(deps: Deps, mode: Any, family: str, round: int,
+                        dx: Any = None) -> tuple[Any | None, list[str]]:
     def make(feedback: str | None) -> tuple[Any, str]:
+        # the validated diagnosis rides along: its edit (and any task choices it holds under) is what the
+        # verification confirmed, so the writer recreates exactly that difficulty
         p = deps.agents.write_generation_program(mode, seed_generation(family), deps.llm, feedback,
-                                                 round=round)
+                                                 diagnosis=dx, round=round)
         return p, static_errors(p) or ""
 
     return _with_retries(deps, make)
@@ -172,7 +175,7 @@ def compile(state: RoundState, deps: Deps) -> dict[str, Any]:
                                            and rec["family"] == family)["diagnosis"])
         tp, info = _training_program(deps, dx, family, mode_id, r, _family_demos(deps, state, family))
         train_rel = save_program(deps, tp, r)
-        gen, gen_errors = _generation_program(deps, load_mode(deps, mode_id), family, r)
+        gen, gen_errors = _generation_program(deps, load_mode(deps, mode_id), family, r, dx)
         gen_rel = save_program(deps, gen, r) if gen is not None else ""
         info.update(mode=mode_id, family=family, generation_errors=len(gen_errors), generation=gen_rel,
                     training=train_rel)

@@ -77,8 +77,19 @@ def variant_id(factor: str, side: Any) -> str:
     return f"var_{slug(factor)}_{slug(str(side))}"
 
 
+def variant_sides(f: Any) -> list[Any]:
+    """Where a single-factor variant can move `f`: an unseen choice (a seen one when it has none), or
+    "low"/"high" for a number."""
+    if f.type == "choice":
+        return list(f.ood_choices or f.choices)
+    return ["low", "high"]
+
+
 def variant_program(base: GenerationProgram, factor: str, side: Any, round: int) -> GenerationProgram:
-    """`base` with one factor moved into a third of its range ("low"/"high") or pinned to a choice."""
+    """`base` with one factor moved past its training range: "low"/"high" take the part of the factor's
+    OOD range below/above its in-distribution range (the outer third of the ID range on a side with no
+    OOD part); a choice side pins that value. Variants probe where the policy was not trained — inside the
+    ID range the bootstrap policy solves nearly everything, and a probe that never fails teaches nothing."""
     from programs.edits import edit
 
     f = base.factor(factor)
@@ -86,8 +97,12 @@ def variant_program(base: GenerationProgram, factor: str, side: Any, round: int)
         value: Any = side
     else:
         lo, hi = f.range
+        olo, ohi = f.ood_range or f.range
         third = (hi - lo) / 3
-        value = (lo, lo + third) if side == "low" else (hi - third, hi)
+        if side == "low":
+            value = (olo, lo) if olo < lo else (lo, lo + third)
+        else:
+            value = (hi, ohi) if ohi > hi else (hi - third, hi)
     return edit(base, factor, value, mode_id=variant_id(factor, side), round=round,
                 diagnosis=f"variant: {factor} -> {value}")
 

@@ -15,6 +15,7 @@ from agents.config import METHODS
 from agents.deps import open_deps
 from agents.graph import build_graph
 from agents.nodes import NODES
+from agents.nodes.programs import load_program, seed_generation
 from agents.rundir import read_metrics
 from tests.agents.graphkit import accepted_per_family, config, files, run_graph
 from tests.fakes.agents import ScriptedAgents
@@ -73,6 +74,8 @@ def test_coda_founds_a_mode_reuses_its_programs_and_forks(deps_for, tmp_path: Pa
     assert deps.memory.counts()["modes"] == 1 and deps.memory.counts()["programs"] == 1
     gen = files(root, f"programs/round_01/gen_{mode}_*.py")
     assert gen and files(root, f"programs/round_01/train_{mode}_*.py")
+    # the generation writer recreates what verification confirmed: it gets the validated diagnosis
+    assert [d.factor for d in deps.agents.generation_diagnoses if d is not None] == ["obj_yaw"]
     # round 2 spends part of the budget on the mode, running the program compiled in round 1
     arm = next(s for s in final["slots"] if s["mode_id"] == mode)
     assert arm["program"].startswith("programs/round_01/gen_") and arm["status"] == "accepted"
@@ -159,3 +162,22 @@ def test_presets_round_trip_and_typos_get_a_hint() -> None:
     with pytest.raises(KeyError, match="smoke"):
         get_preset("smok")
 
+
+
+@pytest.mark.parametrize("method", ["coda", "critic_no_memory"])
+def test_diagnosis_driven_methods_explore_past_the_training_ranges(deps_for, method: str) -> None:
+    """With no difficulty mode yet, the free arm is a single-factor variant beyond the seed's ID range: a
+    policy that solves its training distribution still meets failures the critic can diagnose."""
+    deps = deps_for(method, rounds=1)
+    final = run_graph(deps)
+    probe = [s for s in final["slots"] if s["mode_id"].startswith("var_")]
+    assert len(probe) == 1 and probe[0]["status"] == "accepted"
+    program = load_program(deps, probe[0]["program"])
+    seed = {f.name: f for f in seed_generation("pick_place").factors}
+    moved = [f for f in program.factors if (f.choices, f.range) != (seed[f.name].choices, seed[f.name].range)]
+    assert len(moved) == 1
+    f, ref = moved[0], seed[moved[0].name]
+    if f.type == "choice":
+        assert set(f.choices) <= set(ref.ood_choices or ref.choices)
+    else:
+        assert f.range[1] <= ref.range[0] or f.range[0] >= ref.range[1]  # outside the ID range

@@ -24,6 +24,7 @@ class ScriptedAgents:
         self.writer_errors = writer_errors  # first n generation-writer calls raise
         self.bad_factor, self.bad_value = bad_factor, bad_value
         self.calls: list[tuple[str, Any]] = []
+        self.generation_diagnoses: list[Any] = []  # the `diagnosis` each generation-writer call was given
 
     def diagnose(self, episode: Any, program: Any, llm: Any, *, critic: str, episode_id: str,
                  feedback: str | None) -> Diagnosis:
@@ -46,8 +47,9 @@ class ScriptedAgents:
                        control_failure_rate=0.0, statistic=1.0, p_value=0.01, n=n)
 
     def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
-                                 round: int) -> Any:
+                                 round: int, diagnosis: Any = None) -> Any:
         self.calls.append(("write_generation", feedback))
+        self.generation_diagnoses.append(diagnosis)
         if self.writer_errors > 0:
             self.writer_errors -= 1
             raise ValueError("scripted writer failure")
