@@ -81,7 +81,7 @@ class LearnConfig:
     awr_steps: int = 300
     awr_batch: int = 128
     awr_tau: float = 1.0
-    awr_lr: float = 3e-4
+    awr_lr: float = 1e-4
     # critics cross-fitted over episodes for the advantages (1 = one critic on everything)
     awr_folds: int = 3
     # expert chunks start every this many steps of a demonstration
@@ -220,7 +220,7 @@ PRESETS.register("smoke", RunConfig(
 # bootstrap SFT gets enough demonstrations to solve most in-distribution scenes, so rounds meet real
 # out-of-distribution failures and verification has successes to contrast with.
 PRESETS.register("demo", RunConfig(
-    preset="demo", families=("pick_place", "stack_insert"), rounds=2, budget=4, held=1, max_arms=2,
+    preset="demo", families=("pick_place", "stack_insert"), rounds=2, budget=4, held=1, max_arms=3,
     max_retries=2, seed_demos=40, diagnose_max=3, verify_n=6, eval_id=6, eval_ood=6, variants=2,
     rollout_max_steps=200,
     learn=LearnConfig(

@@ -125,6 +125,36 @@ def summary_table(rows: list[dict[str, Any]], title: str = "") -> Any:
     return t
 
 
+def cost_table(rows: list[dict[str, Any]]) -> Any:
+    """Where each round's time went: a row per node, a column per round, "seconds (LLM calls/tokens,
+    simulated steps)" in each cell."""
+    from rich import box
+    from rich.table import Table
+
+    rounds = [r for r in rows if r.get("cost")]
+    nodes = list(dict.fromkeys(n for r in rounds for n in r["cost"]))
+    t = Table(title="cost per node: seconds · LLM calls/tokens · sim steps", box=box.SIMPLE_HEAD,
+              pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False)
+    t.add_column("node", no_wrap=True)
+    for r in rounds:
+        t.add_column(f"round {r['round']}", justify="right", no_wrap=True)
+    for node in nodes:
+        cells = []
+        for r in rounds:
+            c = r["cost"].get(node)
+            if c is None:
+                cells.append("-")
+                continue
+            parts = [f"{c.get('wall_s', 0):.1f} s"]
+            if c.get("llm_calls"):
+                parts.append(_llm(c))
+            if c.get("sim_steps"):
+                parts.append(f"{int(c['sim_steps'])} st")
+            cells.append(" · ".join(parts))
+        t.add_row(node, *cells)
+    return t
+
+
 def _rel_links(run: RunDir, paths: list[str]) -> str:
     return " ".join(f'<a href="{html.escape(p)}">{html.escape(Path(p).name)}</a>' for p in paths)
 

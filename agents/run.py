@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from agents.deps import QuietReporter
-    from agents.report import RichReporter, summary_table
+    from agents.report import RichReporter, cost_table, summary_table
 
     console = Console()
     console.print(f"[bold]CoDA[/] {cfg.method} · preset {cfg.preset} · llm {cfg.llm} · {cfg.rounds} rounds · "
@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"continue with: python -m agents.run --out {run.root} --resume")
         return 130 if isinstance(e, KeyboardInterrupt) else 1
     rows = read_metrics(run.metrics)
+    console.print(cost_table(rows))
     console.print(summary_table(rows, title=f"{cfg.method}: all rounds ({run.root})"))
     console.print(f"wall {time.perf_counter() - t0:.1f} s this invocation · metrics {run.metrics} · "
                   f"report {run.report}")

@@ -86,10 +86,11 @@ def variant_sides(f: Any) -> list[Any]:
 
 
 def variant_program(base: GenerationProgram, factor: str, side: Any, round: int) -> GenerationProgram:
-    """`base` with one factor moved past its training range: "low"/"high" take the part of the factor's
-    OOD range below/above its in-distribution range (the outer third of the ID range on a side with no
-    OOD part); a choice side pins that value. Variants probe where the policy was not trained — inside the
-    ID range the bootstrap policy solves nearly everything, and a probe that never fails teaches nothing."""
+    """`base` with one factor moved past its training range: "low"/"high" take the outer half of the part
+    of the factor's OOD range below/above its in-distribution range (the outer third of the ID range on a
+    side with no OOD part); a choice side pins that value. Variants probe where the policy was not
+    trained: inside the ID range the bootstrap policy solves nearly everything, and a probe that never
+    fails teaches nothing."""
     from programs.edits import edit
 
     f = base.factor(factor)
@@ -99,10 +100,13 @@ def variant_program(base: GenerationProgram, factor: str, side: Any, round: int)
         lo, hi = f.range
         olo, ohi = f.ood_range or f.range
         third = (hi - lo) / 3
+        # the outer half of the OOD part: clearly outside what the policy trained on
         if side == "low":
-            value = (olo, lo) if olo < lo else (lo, lo + third)
+            value = (olo, (olo + lo) / 2) if olo < lo else (lo, lo + third)
         else:
-            value = (hi, ohi) if ohi > hi else (hi - third, hi)
+            value = ((hi + ohi) / 2, ohi) if ohi > hi else (hi - third, hi)
+        if f.type == "int":
+            value = (round(value[0]), round(value[1]))
     return edit(base, factor, value, mode_id=variant_id(factor, side), round=round,
                 diagnosis=f"variant: {factor} -> {value}")
 

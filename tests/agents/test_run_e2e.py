@@ -52,6 +52,7 @@ def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
         assert r["cost_total"]["sim_steps"] > 0 and r["train"]["update"] == "aw"
         assert r["critic"]["diagnoses"] >= 1 and "memory" in r["critic"]
     assert "llm/tok" in done.stdout and "wall" in done.stdout  # the per-round tables and the wall time
+    assert "cost per node" in done.stdout and "diagnose" in done.stdout  # where the time went
     listed = cli("-m", "agents.replay", str(out))
     assert listed.returncode == 0 and "measure" in listed.stdout and "END" in listed.stdout
     shown = cli("-m", "agents.replay", str(out), "--show", "5")
