@@ -232,6 +232,7 @@ def _apply(out: GenerationOut, mode: DifficultyMode, base: GenerationProgram, wa
             raise WriterError(GEN_PROMPT, f"FAMILY must stay {base.family!r}", raw)
     names = [f.name for f in program.factors]
     changes: dict[str, EditValue] = {}
+    dropped: list[str] = []
     for e in out.edits:
         if e.factor not in names:
             close = difflib.get_close_matches(e.factor, names, n=3, cutoff=0.5)
@@ -241,10 +242,17 @@ def _apply(out: GenerationOut, mode: DifficultyMode, base: GenerationProgram, wa
         try:
             changes[e.factor] = _edit_value(e, program, config)
         except ValueError as err:
-            raise WriterError(GEN_PROMPT, str(err), raw) from None
+            if e.factor == want or out.source:
+                raise WriterError(GEN_PROMPT, str(err), raw) from None
+            # an invalid extra edit of another factor is dropped (and recorded), not fatal: the mode's own
+            # edit is what recreates the difficulty, and small models at temperature 0 repeat a bad extra
+            dropped.append(str(err))
     if not out.source and want not in changes:
+        why = f"; dropped: {' | '.join(dropped)}" if dropped else ""
         raise WriterError(GEN_PROMPT, f"edit the mode's factor {want!r} (the edits named "
-                                      f"{sorted(changes) or 'nothing'})", raw)
+                                      f"{sorted(changes) or 'nothing'}{why})", raw)
+    if dropped:
+        meta["diagnosis"] += f" | invalid extra edits dropped: {' | '.join(dropped)}"
     changes = {k: v for k, v in pins.items() if k in names} | changes
     if changes:
         program = edit_many(program, changes, **meta)

@@ -107,6 +107,16 @@ def test_llm_writer_reports_bad_edits_for_retry(edits, message):
     assert message in str(info.value) and message in info.value.feedback()
 
 
+def test_an_invalid_extra_edit_is_dropped_and_recorded_the_modes_edit_kept():
+    """Seen with the embedded 1.5B model: a right edit of the mode's factor plus an unseen instruction
+    paraphrase it may not use, repeated verbatim on every retry. The program keeps the mode's edit."""
+    llm, _ = queued_llm({"edits": [{"factor": "obj_yaw", "low": 0.4, "high": 0.6},
+                                   {"factor": "shape", "choices": ["pyramid"]}]})
+    p = write_generation_program(mode(), GEN, llm)
+    assert p.factor("obj_yaw").range == (0.4, 0.6) and p.factor("shape") == GEN.factor("shape")
+    assert "invalid extra edits dropped" in p.diagnosis and "'pyramid' is not a choice" in p.diagnosis
+
+
 def test_llm_writer_retries_with_feedback_and_the_caller_can_pass_feedback():
     llm, completer = queued_llm({"edits": [{"factor": "obj_yaww", "value": 0.5}]}, EDITS)
     p = write_generation_program(mode(), GEN, llm, feedback="scene validation: object fell off the table",
