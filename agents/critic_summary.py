@@ -17,6 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.critic_factors import FactorReading, read_factors, reference_schema
+from programs.vocab import bottom, top
 from sim.builder import ROBOT_BASE
 from sim.episode import Episode
 from sim.experts.primitives import ee_yaw, grasp_yaw
@@ -97,20 +98,7 @@ def _fmt(v: Any, key: str = "") -> str:
     return f"{v:.3f}"
 
 
-# ---- geometry over one state ------------------------------------------------------------------------
-def top(s: WorldState, name: str) -> float:
-    """Highest point of an object, or a region's top (bin rim, hole top, drawer top)."""
-    if name in s.layout.regions:
-        r = s.layout.regions.index(name)
-        return float(s.region_pos[r][2] + s.layout.region_half[r][2])
-    return float(s.bounds(name)[1][2])
-
-
-def bottom(s: WorldState, name: str) -> float:
-    """Lowest point of an object."""
-    return float(s.bounds(name)[0][2])
-
-
+# ---- geometry over one state (`top`/`bottom` are the training-program language's own read-outs) --------
 def reach(p: np.ndarray) -> float:
     """Horizontal distance from the robot's base (m): the arm's stretch."""
     return float(np.hypot(p[0] - ROBOT_BASE[0], p[1] - ROBOT_BASE[1]))
