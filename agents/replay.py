@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import RunConfig
-from agents.rundir import RunDir, read_metrics
+from agents.graph.rundir import RunDir, read_metrics
 
 PER_ROUND = ("programs", "scenes", "episodes", "validity", "diagnoses", "snapshots")
 
@@ -30,8 +30,8 @@ PER_ROUND = ("programs", "scenes", "episodes", "validity", "diagnoses", "snapsho
 @contextmanager
 def open_app(run: RunDir) -> Iterator[Any]:
     """The run's compiled graph over its checkpoints, for reading (no simulator or model is started)."""
-    from agents.deps import Deps
-    from agents.graph import build_graph, open_checkpointer
+    from agents.graph.build import build_graph, open_checkpointer
+    from agents.graph.deps import Deps
 
     if not run.trace.exists():
         raise SystemExit(f"error: no checkpoints at {run.trace}")
@@ -43,7 +43,7 @@ def open_app(run: RunDir) -> Iterator[Any]:
 
 def history(app: Any) -> list[Any]:
     """Every checkpoint of the run's thread, oldest first."""
-    from agents.graph import thread_config
+    from agents.graph.build import thread_config
 
     return list(reversed(list(app.get_state_history(thread_config()))))
 

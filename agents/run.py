@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import METHODS, PRESETS, RunConfig
-from agents.rundir import RunDir, read_metrics
+from agents.graph.rundir import RunDir, read_metrics
 
 BACKENDS = ("rules", "local", "openai", "replay")
 
@@ -108,9 +108,9 @@ def _resume_config(a: argparse.Namespace, run: RunDir) -> RunConfig:
 
 def execute(cfg: RunConfig, run: RunDir, a: argparse.Namespace, reporter: Any) -> dict[str, Any]:
     """Build the dependencies and the graph, then start or continue the run; returns the final state."""
-    from agents.deps import open_deps
-    from agents.graph import build_graph, open_checkpointer, thread_config
-    from agents.state import initial_state
+    from agents.graph.build import build_graph, open_checkpointer, thread_config
+    from agents.graph.deps import open_deps
+    from agents.graph.state import initial_state
 
     llm, log = make_llm(cfg, run, a)
     try:
@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     assert cfg is not None
     from rich.console import Console
 
-    from agents.deps import QuietReporter
-    from agents.report import RichReporter, cost_table, summary_table
+    from agents.graph.deps import QuietReporter
+    from agents.graph.display import RichReporter, cost_table, summary_table
 
     console = Console()
     console.print(f"[bold]CoDA[/] {cfg.method} · preset {cfg.preset} · llm {cfg.llm} · {cfg.rounds} rounds · "

@@ -29,7 +29,7 @@ _LAZY = {
     "CheckpointPolicy": "coda_policy.evaluate",
     # the critic side (helper modules critic.py, shaping.py, awr.py)
     "ChunkCritic": "coda_policy.critic",
-    "CriticConfig": "coda_policy.critic",
+    "ChunkCriticConfig": "coda_policy.critic",
     "ShapingConfig": "coda_policy.shaping",
     "AWRConfig": "coda_policy.awr",
 }

@@ -41,7 +41,7 @@ from coda_policy.awr import (
     load_seeded,
     weighted_update,
 )
-from coda_policy.critic import CriticConfig
+from coda_policy.critic import ChunkCriticConfig
 from coda_policy.shaping import SHAPING_MODES, ShapingConfig, shape_episodes
 from sim.episode import Episode
 from sim.families import get_family
@@ -89,7 +89,7 @@ class AWRoundConfig:
     program: str | None = None
     # shaping (its mode is set per mode), critic and update settings
     shaping: ShapingConfig = field(default_factory=ShapingConfig)
-    critic: CriticConfig = field(default_factory=CriticConfig)
+    critic: ChunkCriticConfig = field(default_factory=ChunkCriticConfig)
     awr: AWRConfig = field(default_factory=AWRConfig)
     # frozen_actor: chunks sampled per decision
     select_k: int = 8
@@ -132,7 +132,7 @@ PRESETS.register("default", AWRoundConfig())
 PRESETS.register("smoke", AWRoundConfig(
     name="sft_smoke", seeds=(0,), candidates=3, rollouts_per_scene=1, held=3, held_other=2, replay=2,
     demo_stride=4, select_k=2,
-    critic=CriticConfig(hidden=32, steps=20, batch_size=32), awr=AWRConfig(steps=5, batch_size=16)))
+    critic=ChunkCriticConfig(hidden=32, steps=20, batch_size=32), awr=AWRConfig(steps=5, batch_size=16)))
 
 
 # ---- stages ----------------------------------------------------------------------------------------

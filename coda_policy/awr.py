@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from coda_policy.critic import ChunkCritic, CriticConfig, CriticData, fit_critic
+from coda_policy.critic import ChunkCritic, ChunkCriticConfig, CriticData, fit_critic
 from coda_policy.features import collate, featurize
 from coda_policy.shaping import ChunkBatch
 from sim.episode import Episode, Observation
@@ -142,7 +142,7 @@ def critic_inputs(policy: Any, table: ChunkTable, potential_feature: bool = Fals
                       f32(c.bootstrap))
 
 
-def fit_table_critic(data: CriticData, cfg: CriticConfig, train: Tensor | None = None,
+def fit_table_critic(data: CriticData, cfg: ChunkCriticConfig, train: Tensor | None = None,
                      val: Tensor | None = None) -> tuple[ChunkCritic, dict[str, float]]:
     """A fresh critic fitted on rows `train` (default all) of `data`; metrics on `val` too."""
     critic = ChunkCritic(data.feats.shape[1], data.actions.shape[1], data.actions.shape[2], cfg)
@@ -163,7 +163,7 @@ def advantages(critic: ChunkCritic, data: CriticData) -> Tensor:
     return critic.q(data.feats, data.actions) - critic.v(data.feats)
 
 
-def crossfit_advantages(data: CriticData, episode: np.ndarray, cfg: CriticConfig,
+def crossfit_advantages(data: CriticData, episode: np.ndarray, cfg: ChunkCriticConfig,
                         folds: int) -> tuple[Tensor, dict[str, float]]:
     """Â of every chunk. With folds > 1 each chunk's Â comes from a critic that never saw its episode:
     on a few hundred transitions a critic memorises, V(s) copies Q(s, A_data) and in-sample Â shrinks to

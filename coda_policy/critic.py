@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 
 @dataclass(frozen=True, kw_only=True)
-class CriticConfig:
+class ChunkCriticConfig:
     """Chunk critic size and training."""
 
     # hidden width of the Q and V MLPs
@@ -73,9 +73,9 @@ class ChunkCritic(nn.Module):
     """Q heads over [features, flattened chunk], a V head over features, and an EMA target copy."""
 
     def __init__(self, feat_dim: int, chunk: int, action_dim: int,
-                 config: CriticConfig | None = None) -> None:
+                 config: ChunkCriticConfig | None = None) -> None:
         super().__init__()
-        self.config = c = config or CriticConfig()
+        self.config = c = config or ChunkCriticConfig()
         self.feat_dim, self.chunk, self.action_dim = feat_dim, chunk, action_dim
         with torch.random.fork_rng():
             torch.manual_seed(c.seed)
@@ -123,7 +123,7 @@ class ChunkCritic(nn.Module):
     @classmethod
     def load(cls, path: str | Path) -> ChunkCritic:
         ck = torch.load(path, map_location="cpu", weights_only=False)
-        critic = cls(ck["feat_dim"], ck["chunk"], ck["action_dim"], CriticConfig(**ck["config"]))
+        critic = cls(ck["feat_dim"], ck["chunk"], ck["action_dim"], ChunkCriticConfig(**ck["config"]))
         critic.load_state_dict(ck["state_dict"])
         critic.reset_target()
         return critic.eval()

@@ -210,7 +210,7 @@ def violations_to_error(source: str, found: list[Violation]) -> SandboxError:
     return SandboxError(kind=first.kind, message=first.message, line=first.line, traceback="\n".join(parts))
 
 
-def check_program(source: str, *, max_source_bytes: int = 200_000) -> SandboxError | None:
+def check_source(source: str, *, max_source_bytes: int = 200_000) -> SandboxError | None:
     """The static check: None when the program may run, otherwise the error to report."""
     _, found = find_violations(source, max_source_bytes=max_source_bytes)
     return violations_to_error(source, found) if found else None

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sandbox.config import PoolConfig, SandboxLimits
-from sandbox.policy import check_program
+from sandbox.policy import check_source
 from sandbox.protocol import FrameError, FrameTimeout, read_frame, read_json, write_json
 from sandbox.results import SandboxError, SandboxResult
 from sim.scene import SceneSpec
@@ -200,7 +200,7 @@ class SandboxPool:
         """Run one program: static check here, then `generate(rng, **factors)` in a worker."""
         started = time.monotonic()
         limits = limits or self.config.limits
-        error = check_program(source, max_source_bytes=limits.max_source_bytes)
+        error = check_source(source, max_source_bytes=limits.max_source_bytes)
         if error is not None:
             return SandboxResult(error=error, duration_s=time.monotonic() - started)
         try:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from sandbox.config import get_preset
-from sandbox.policy import check_program
+from sandbox.policy import check_source
 from sandbox.pool import SandboxPool
 from sandbox.results import SandboxResult
 
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     source = args.program.read_text(encoding="utf-8")
     config = get_preset(args.preset)
     result: SandboxResult
-    if (error := check_program(source, max_source_bytes=config.limits.max_source_bytes)) is not None:
+    if (error := check_source(source, max_source_bytes=config.limits.max_source_bytes)) is not None:
         result = SandboxResult(error=error)  # rejected before running: no worker needed
     else:
         with SandboxPool(config) as pool:

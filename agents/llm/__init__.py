@@ -20,8 +20,8 @@ from agents.llm.gguf import MODELS, ModelSpec, ensure_model
 from agents.llm.local import LocalCompleter, LocalConfig, LocalServer
 from agents.llm.openai_chat import OpenAICompleter, OpenAIConfig
 from agents.llm.prompts import PROMPTS_DIR, PromptError, PromptLibrary, RenderedPrompt
+from agents.llm.recorded import ReplayCompleter, ReplayMissError
 from agents.llm.registry import DEFAULT_BACKEND, LLM_BACKENDS, ReplayConfig, RulesConfig, make_llm
-from agents.llm.replay import ReplayCompleter, ReplayMissError
 from agents.llm.rules import RulesLLM
 from agents.llm.store import CallLog, ResponseCache
 

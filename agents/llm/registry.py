@@ -21,7 +21,7 @@ from agents.llm.client import PromptedLLM
 from agents.llm.local import LocalCompleter, LocalConfig
 from agents.llm.openai_chat import OpenAICompleter, OpenAIConfig
 from agents.llm.prompts import PromptLibrary
-from agents.llm.replay import ReplayCompleter
+from agents.llm.recorded import ReplayCompleter
 from agents.llm.rules import RuleFn, RulesLLM
 from agents.llm.store import CallLog, ResponseCache
 from sim.registry import Registry

@@ -1,5 +1,5 @@
 """Shared fixtures for the agents tests: a fake OpenAI-compatible endpoint that answers our contract
-prompts (`agents.llm.bench.CASES`) with valid canned replies."""
+prompts (`agents.bench.llm.CASES`) with valid canned replies."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import RunConfig, get_preset
-from agents.graph import build_graph, open_checkpointer, thread_config
-from agents.state import initial_state
+from agents.graph.build import build_graph, open_checkpointer, thread_config
+from agents.graph.state import initial_state
 
 
 def config(method: str = "coda", **over: Any) -> RunConfig:

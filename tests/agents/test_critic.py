@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.critic import (
+from agents.critic.diagnose import (
     AnswerError,
     CriticConfig,
     DiagnosisOut,
@@ -15,9 +15,9 @@ from agents.critic import (
     reference,
     summarize_failure,
 )
-from agents.critic_factors import read_factors, scene_context
-from agents.critic_rules import rank_factors
-from agents.critic_summary import FailureSummary
+from agents.critic.factors import read_factors, scene_context
+from agents.critic.rules import rank_factors
+from agents.critic.summary import FailureSummary
 from agents.llm.base import LLMOutputError
 from programs.seeds import seed_library
 from sim.episode import Episode, ExpertPolicy, run_episode

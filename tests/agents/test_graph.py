@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from agents import routing
 from agents.config import METHODS
-from agents.deps import open_deps
-from agents.graph import build_graph
-from agents.nodes import NODES
-from agents.nodes.programs import load_program, seed_generation
-from agents.rundir import read_metrics
+from agents.graph import routing
+from agents.graph.build import build_graph
+from agents.graph.deps import open_deps
+from agents.graph.nodes import NODES
+from agents.graph.nodes.arms import load_program, seed_generation
+from agents.graph.rundir import read_metrics
 from tests.agents.graphkit import accepted_per_family, config, files, run_graph
 from tests.fakes.agents import ScriptedAgents
 from tests.fakes.trainer import FakeTrainer
@@ -49,8 +49,8 @@ def test_routing_is_pure_and_covers_the_loop() -> None:
 
 
 def test_graph_has_every_node_and_compiles_without_a_checkpointer() -> None:
-    from agents.deps import Deps
-    from agents.rundir import RunDir
+    from agents.graph.deps import Deps
+    from agents.graph.rundir import RunDir
 
     deps = Deps(config=config(), run=RunDir("unused"), sandbox=None, episodes=None, trainer=FakeTrainer())
     graph = build_graph(deps)

@@ -1,6 +1,6 @@
 """The contract every LLM backend that can run offline must honour, run against each of them:
 
-- `replay`: the recorded fixture, made with the real local server by `python -m agents.llm.bench
+- `replay`: the recorded fixture, made with the real local server by `python -m agents.bench.llm
   --models qwen2.5-coder-1.5b --threads 1 --no-extra-buffers --record tests/agents/fixtures/llm_replay.json`
   (delete the file first to re-record; needed whenever a contract prompt, its variables or schema change);
 - `openai`: ChatOpenAI against the fake endpoint of `tests/fakes/openai_server.py`;
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from agents.bench.llm import CASES, Case
 from agents.llm import (
     LLM,
     CallLog,
@@ -31,7 +32,6 @@ from agents.llm import (
     ResponseCache,
 )
 from agents.llm.base import Completer
-from agents.llm.bench import CASES, Case
 
 FIXTURE = Path(__file__).parent / "fixtures" / "llm_replay.json"
 STRUCTURED = [c for c in CASES if c.schema is not None]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.bench.llm import CASES
 from agents.llm import (
     CallLog,
     LLMBackendError,
@@ -18,7 +19,6 @@ from agents.llm import (
     PromptedLLM,
     ResponseCache,
 )
-from agents.llm.bench import CASES
 from tests.fakes.openai_server import FakeOpenAIServer, error_reply, text_reply, tool_call_reply
 
 DIAGNOSE, SUBGOALS, SUMMARY = CASES[0], CASES[2], CASES[3]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.bench.llm import CASES
 from agents.llm import (
     MODELS,
     LLMBackendError,
@@ -20,7 +21,6 @@ from agents.llm import (
     ModelSpec,
     PromptedLLM,
 )
-from agents.llm.bench import CASES
 from agents.llm.gguf import assemble, ensure_model, locate_parts
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from agents.bench.llm import CASES, FailureDiagnosis
 from agents.llm import (
     LLM,
     LLM_BACKENDS,
@@ -24,7 +25,6 @@ from agents.llm import (
     RulesLLM,
     make_llm,
 )
-from agents.llm.bench import CASES, FailureDiagnosis
 from sim.registry import UnknownNameError
 
 

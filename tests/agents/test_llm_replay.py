@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.bench.llm import CASES
 from agents.llm import (
     LLMOutputError,
     OpenAICompleter,
@@ -17,7 +18,6 @@ from agents.llm import (
     ReplayMissError,
     make_llm,
 )
-from agents.llm.bench import CASES
 from tests.fakes.openai_server import FakeOpenAIServer, tool_call_reply
 
 DIAGNOSE = CASES[0]

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from agents.deps import HelperAgents, open_deps
+from agents.graph.deps import HelperAgents, open_deps
+from agents.graph.rundir import read_json, read_metrics
 from agents.llm import CallLog, OpenAIConfig, make_llm
-from agents.rundir import read_json, read_metrics
 from tests.agents.graphkit import accepted_per_family, config, run_graph
 from tests.fakes.agents import ScriptedAgents
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, text_reply, tool_call_reply, tool_name

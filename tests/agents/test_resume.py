@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.rundir import RunDir, read_metrics
+from agents.graph.rundir import RunDir, read_metrics
 from tests.agents.graphkit import files
 
 ROOT = Path(__file__).resolve().parents[2]

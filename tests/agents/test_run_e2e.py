@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.deps import open_deps
+from agents.graph.deps import open_deps
+from agents.graph.rundir import read_json, read_metrics
 from agents.llm import CallLog, OpenAIConfig, ReplayConfig, make_llm
-from agents.rundir import read_json, read_metrics
 from tests.agents.graphkit import config, files, run_graph
 from tests.agents.test_malformed_llm import GOOD_DIAGNOSIS, CriticFromLLM
 from tests.fakes.openai_server import FakeOpenAIServer, tool_call_reply, tool_name

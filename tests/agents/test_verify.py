@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import fisher_exact
 
-from agents.critic import CriticConfig, reference
-from agents.verify import (
+from agents.critic.diagnose import CriticConfig, reference
+from agents.critic.verify import (
     Errored,
     VerifyConfig,
     build_batches,

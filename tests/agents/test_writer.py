@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents.llm.base import LLMOutputError
-from agents.writer import (
+from agents.writers import (
     WriterConfig,
     WriterError,
     resolve_factor,

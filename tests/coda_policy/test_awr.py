@@ -22,7 +22,7 @@ from coda_policy.awr import (
     weighted_update,
 )
 from coda_policy.configuration_object_token import ObjectTokenConfig
-from coda_policy.critic import CriticConfig
+from coda_policy.critic import ChunkCriticConfig
 from coda_policy.registry import make_policy
 from coda_policy.shaping import SHAPING_MODES, ShapingConfig, shape_episodes
 from programs.seeds import seed_library
@@ -85,7 +85,7 @@ def test_critic_on_shaped_table_and_weights() -> None:
     with_phi = critic_inputs(policy, table, potential_feature=True)
     assert with_phi.feats.shape == (len(table), TINY.d_model + 1)
     np.testing.assert_allclose(with_phi.feats[:, -1].numpy(), table.chunks.beta_phi_start, rtol=1e-5)
-    cfg_c = CriticConfig(hidden=32, steps=100, batch_size=16)
+    cfg_c = ChunkCriticConfig(hidden=32, steps=100, batch_size=16)
     critic, metrics = fit_table_critic(data, cfg_c)
     assert np.isfinite(metrics["td_mse"]) and "val_td_mse" not in metrics
     adv, cm = crossfit_advantages(data, table.chunks.episode, cfg_c, folds=2)

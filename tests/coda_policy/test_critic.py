@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from coda_policy.critic import ChunkCritic, CriticConfig, critic_data, expectile_loss, fit_critic
+from coda_policy.critic import ChunkCritic, ChunkCriticConfig, critic_data, expectile_loss, fit_critic
 
 torch.set_num_threads(1)
 
@@ -22,7 +22,7 @@ def test_fits_toy_regression() -> None:
     ret = np.sin(feats[:, 0]) + acts[:, :, 0].mean(1) - 0.5 * acts[:, 0, 1] ** 2
     zeros = np.zeros(len(ret))
     data = critic_data(feats, acts, feats, ret, zeros, zeros)
-    critic = ChunkCritic(d, h, 2, CriticConfig(hidden=64, steps=300, batch_size=128, lr=3e-3))
+    critic = ChunkCritic(d, h, 2, ChunkCriticConfig(hidden=64, steps=300, batch_size=128, lr=3e-3))
     m = fit_critic(critic, data)
     assert m["explained_var"] > 0.9, m
     v = critic.v(torch.as_tensor(s)).detach().numpy()
@@ -38,14 +38,14 @@ def test_bootstrap_through_a_chain() -> None:
     acts = np.zeros((3, 2, 1))
     ret, boot = np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.0, 0.0])
     data = critic_data(feats, acts, nxt, ret, np.full(3, 0.5), boot)
-    critic = ChunkCritic(4, 2, 1, CriticConfig(hidden=32, steps=400, batch_size=3, lr=5e-3, ema=0.1))
+    critic = ChunkCritic(4, 2, 1, ChunkCriticConfig(hidden=32, steps=400, batch_size=3, lr=5e-3, ema=0.1))
     fit_critic(critic, data)
     q = critic.q(data.feats, data.actions).detach().numpy()
     np.testing.assert_allclose(q, [0.25, 0.5, 1.0], atol=0.03)
 
 
 def test_target_is_ema_and_not_a_submodule() -> None:
-    critic = ChunkCritic(3, 2, 1, CriticConfig(hidden=8, twin=True, ema=0.5))
+    critic = ChunkCritic(3, 2, 1, ChunkCriticConfig(hidden=8, twin=True, ema=0.5))
     assert not any(k.startswith("target") for k in critic.state_dict())
     assert len(critic.qs) == 2
     p = next(critic.parameters())
@@ -58,7 +58,7 @@ def test_target_is_ema_and_not_a_submodule() -> None:
 
 
 def test_twin_min_and_expectile() -> None:
-    critic = ChunkCritic(3, 2, 1, CriticConfig(hidden=8))
+    critic = ChunkCritic(3, 2, 1, ChunkCriticConfig(hidden=8))
     f, a = torch.randn(5, 3), torch.randn(5, 2, 1)
     torch.testing.assert_close(critic.q(f, a), critic.q_all(f, a).min(0).values)
     diff = torch.tensor([1.0, -1.0])
@@ -66,7 +66,7 @@ def test_twin_min_and_expectile() -> None:
 
 
 def test_save_load_round_trip(tmp_path) -> None:
-    critic = ChunkCritic(3, 2, 1, CriticConfig(hidden=8, twin=False, seed=3))
+    critic = ChunkCritic(3, 2, 1, ChunkCriticConfig(hidden=8, twin=False, seed=3))
     f, a = torch.randn(5, 3), torch.randn(5, 2, 1)
     back = ChunkCritic.load(critic.save(tmp_path / "critic.pt"))
     torch.testing.assert_close(back.q(f, a), critic.q(f, a))

@@ -1,4 +1,4 @@
-"""Scripted critic, verifier and writers for graph tests (the `agents.deps.Agents` protocol): a fixed
+"""Scripted critic, verifier and writers for graph tests (the `agents.graph.deps.Agents` protocol): a fixed
 diagnosis ("the object's yaw, high side"), a fixed verdict after a real `run_batch` call, and template
 writers built on `programs.edit`. Writers can be told to fail or to return a broken program first, so
 the retry paths of the graph can be checked; every call is recorded."""
@@ -36,7 +36,7 @@ class ScriptedAgents:
 
     def verify(self, diagnosis: Diagnosis, program: Any, run_batch: Any, *, n: int, alpha: float,
                rng: Any) -> Verdict:
-        from agents.verify import BatchItem
+        from agents.critic.verify import BatchItem
 
         targeted = edit(program, diagnosis.factor, diagnosis.edit[diagnosis.factor])
         items = [BatchItem(program=targeted, factors=targeted.default_factors(), seed=i, arm="targeted",

@@ -38,7 +38,7 @@ class YawLimitedExpert:
 
 
 class FakeTrainer:
-    """`agents.deps.Trainer` with JSON checkpoints; records every call in `calls`."""
+    """`agents.graph.deps.Trainer` with JSON checkpoints; records every call in `calls`."""
 
     def __init__(self, limit: float = 0.3, step: float = 0.1) -> None:
         self.limit, self.step = limit, step

@@ -6,20 +6,20 @@ import ast
 
 import pytest
 
-from sandbox import SandboxLimits, SandboxResult, check_program, find_violations, get_preset
+from sandbox import SandboxLimits, SandboxResult, check_source, find_violations, get_preset
 from sandbox.policy import GUARD_NAME, attr_allowed, guard_tree
 from sim.registry import UnknownNameError
 from tests.sandbox.programs import OK_PROGRAM
 
 
 def test_normal_programs_pass_the_check() -> None:
-    assert check_program(OK_PROGRAM) is None
+    assert check_source(OK_PROGRAM) is None
     extra = ("from __future__ import annotations\nfrom typing import Any\nimport numpy.random\n"
              "from sim import SceneSpec\nimport itertools, random\n")
-    assert check_program(extra + OK_PROGRAM) is None
+    assert check_source(extra + OK_PROGRAM) is None
     with_class = OK_PROGRAM + "\n\nclass Box:\n    def __init__(self, s):\n        super().__init__()\n" \
         "        self.s = s\n\n    def __repr__(self):\n        return type(self).__name__\n"
-    assert check_program(with_class) is None
+    assert check_source(with_class) is None
 
 
 def test_every_violation_is_listed_with_its_line() -> None:
@@ -27,14 +27,14 @@ def test_every_violation_is_listed_with_its_line() -> None:
     _, found = find_violations(source)
     assert [(v.kind, v.line) for v in found] == [("rejected_import", 1), ("rejected_code", 4),
                                                  ("rejected_code", 5)]
-    error = check_program(source)
+    error = check_source(source)
     assert error is not None and error.kind == "rejected_import" and error.line == 1
     assert "line 4: access to attribute '__class__'" in error.traceback
     assert "    x = ().__class__" in error.traceback
 
 
 def test_syntax_errors_point_at_the_line() -> None:
-    error = check_program("def generate(rng):\n    return (1,\n\nx = 2 +\n")
+    error = check_source("def generate(rng):\n    return (1,\n\nx = 2 +\n")
     assert error is not None and error.kind == "syntax" and error.line is not None
 
 

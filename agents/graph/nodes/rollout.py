@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.deps import Deps
-from agents.nodes.work import run_policy, stable_seed
-from agents.state import RoundState
+from agents.graph.deps import Deps
+from agents.graph.nodes.work import run_policy, stable_seed
+from agents.graph.state import RoundState
 
 EPISODE_PREFIXES = ("roll", "meas", "demo", "eval")  # episodes/round_XX/<prefix>_<scene id>[_<policy>]
 

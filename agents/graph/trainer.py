@@ -2,7 +2,7 @@
 demonstrations, the advantage-weighted round (chunk critic on shaped returns, DESIGN §4), and the
 picklable policy factory that rollouts hand to `sim.pool`.
 
-The graph sees only the `Trainer` protocol of `agents.deps`, so tests swap in a trainer without torch.
+The graph sees only the `Trainer` protocol of `agents.graph.deps`, so tests swap in a trainer without torch.
 Every method writes the new checkpoint to `out` and returns a few numbers for metrics.jsonl.
 """
 
@@ -115,7 +115,7 @@ class PolicyTrainer:
             load_seeded,
             weighted_update,
         )
-        from coda_policy.critic import CriticConfig
+        from coda_policy.critic import ChunkCriticConfig
         from sim.episode import Episode
 
         lc = self.config
@@ -132,8 +132,8 @@ class PolicyTrainer:
             return {"skipped": "no chunks to train on"}
         t0 = time.perf_counter()
         table = build_table(episodes, chunks, policy.embedder)
-        critic_cfg = CriticConfig(hidden=lc.critic_hidden, steps=lc.critic_steps, batch_size=lc.critic_batch,
-                                  seed=seed)
+        critic_cfg = ChunkCriticConfig(hidden=lc.critic_hidden, steps=lc.critic_steps,
+                                       batch_size=lc.critic_batch, seed=seed)
         awr = AWRConfig(steps=lc.awr_steps, batch_size=lc.awr_batch, tau=lc.awr_tau, lr=lc.awr_lr, seed=seed,
                         folds=lc.awr_folds)
         # each chunk's advantage from a critic that never saw its episode (cross-fitted over episodes)

@@ -2,7 +2,7 @@
 that should recreate the failure).
 
     summary = summarize_failure(episode)                      # what both critics read
-    dx = diagnose(episode, program, None, critic="rules")     # the rules baseline (agents.critic_rules)
+    dx = diagnose(episode, program, None, critic="rules")     # the rules baseline (agents.critic.rules)
     dx = diagnose(episode, program, llm, critic="llm")        # asks `critic_diagnose`, validates, retries
 
 The LLM's answer is checked against the generation program's factor schema and the family's phases; an
@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agents.critic_factors import reference_schema, scene_context
-from agents.critic_rules import HARD_SIDE, confidence, explain, rank_factors
-from agents.critic_summary import FailureSummary, summarize_failure
+from agents.critic.factors import reference_schema, scene_context
+from agents.critic.rules import HARD_SIDE, confidence, explain, rank_factors
+from agents.critic.summary import FailureSummary, summarize_failure
 from agents.llm.base import LLM, LLMOutputError
 from memory.types import Diagnosis, EditValue, edit_side
 from programs.model import GenerationProgram
@@ -166,7 +166,7 @@ def _diagnosis(sm: FailureSummary, program: GenerationProgram, name: str, phase:
 # ---- the two critics ------------------------------------------------------------------------------------
 def rules_diagnosis(sm: FailureSummary, program: GenerationProgram,
                     config: CriticConfig = CriticConfig()) -> Diagnosis:
-    """The rules critic's diagnosis of a summarised failure (see `agents.critic_rules`). A choice whose
+    """The rules critic's diagnosis of a summarised failure (see `agents.critic.rules`). A choice whose
     scene value no edit may use (an unseen value without `allow_ood`) is passed over for the next factor."""
     ranked = [c for c in rank_factors(sm, {f.name for f in program.factors})
               if c.reading.type != "choice"

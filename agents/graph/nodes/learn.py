@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.deps import Deps
-from agents.nodes.programs import load_program, seed_programs
-from agents.nodes.rollout import outcomes, scene_id
-from agents.nodes.work import generate_scenes, run_policy, stable_seed, validate_scenes
-from agents.rundir import read_json, write_json
-from agents.state import RoundState
+from agents.graph.deps import Deps
+from agents.graph.nodes.arms import load_program, seed_programs
+from agents.graph.nodes.rollout import outcomes, scene_id
+from agents.graph.nodes.work import generate_scenes, run_policy, stable_seed, validate_scenes
+from agents.graph.rundir import read_json, write_json
+from agents.graph.state import RoundState
 
 
 def _finished(deps: Deps, round: int) -> dict[str, Any] | None:

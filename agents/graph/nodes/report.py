@@ -8,11 +8,11 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from agents.deps import Deps
-from agents.nodes.critic import verdict_counts
-from agents.nodes.rollout import outcomes, scene_id
-from agents.rundir import append_metrics
-from agents.state import RoundState
+from agents.graph.deps import Deps
+from agents.graph.nodes.diagnose import verdict_counts
+from agents.graph.nodes.rollout import outcomes, scene_id
+from agents.graph.rundir import append_metrics
+from agents.graph.state import RoundState
 
 COST_KEYS = ("wall_s", "llm_calls", "tokens_in", "tokens_out", "sim_steps", "episodes", "sandbox_runs")
 
@@ -83,7 +83,7 @@ def round_row(state: RoundState, deps: Deps) -> dict[str, Any]:
 
 def report(state: RoundState, deps: Deps) -> dict[str, Any]:
     """Write the round's row, report.html and (with memory) a memory snapshot; print the summary table."""
-    from agents.report import write_html
+    from agents.graph.display import write_html
 
     row = round_row(state, deps)
     append_metrics(deps.run.metrics, row)

@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from agents.deps import Deps
-from agents.nodes.programs import load_program
-from agents.nodes.rollout import outcomes, scene_id
-from agents.nodes.work import error_text, stable_seed
-from agents.rundir import read_json, write_json
-from agents.state import RoundState, Slot, slot_key
+from agents.graph.deps import Deps
+from agents.graph.nodes.arms import load_program
+from agents.graph.nodes.rollout import outcomes, scene_id
+from agents.graph.nodes.work import error_text, stable_seed
+from agents.graph.rundir import read_json, write_json
+from agents.graph.state import RoundState, Slot, slot_key
 
 
 def _failed_train_episodes(deps: Deps, state: RoundState) -> list[tuple[Slot, str]]:
@@ -89,7 +89,7 @@ def diagnose(state: RoundState, deps: Deps) -> dict[str, Any]:
 
 
 def make_run_batch(deps: Deps, state: RoundState, tag: str) -> Any:
-    """`run_batch(items) -> [EpisodeResult]`: each item's program (`agents.verify.BatchItem`: program,
+    """`run_batch(items) -> [EpisodeResult]`: each item's program (`agents.critic.verify.BatchItem`: program,
     factors, seed) run in the sandbox, then the current policy rolled out on the scene (nothing saved)."""
     from sandbox import SandboxTask
     from sim.pool import EpisodeJob, EpisodeResult

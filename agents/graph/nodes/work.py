@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.deps import Deps
-from agents.rundir import file_digest, read_json, write_json
+from agents.graph.deps import Deps
+from agents.graph.rundir import file_digest, read_json, write_json
 
 
 def stable_seed(*parts: Any) -> int:

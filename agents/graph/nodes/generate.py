@@ -17,16 +17,16 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from agents.deps import Deps
-from agents.nodes.programs import (
+from agents.graph.deps import Deps
+from agents.graph.nodes.arms import (
     load_program,
     save_program,
     seed_generation,
     seed_programs,
     static_errors,
 )
-from agents.nodes.work import error_text, generate_scenes, validate_scenes
-from agents.state import RoundState, Slot, new_slot
+from agents.graph.nodes.work import error_text, generate_scenes, validate_scenes
+from agents.graph.state import RoundState, Slot, new_slot
 
 TEMPLATE_MODES = ("seed", "dr")  # arms whose programs are made from templates, never by the writer
 

@@ -1,10 +1,8 @@
-"""The writer: a difficulty mode (or diagnosis) → a generation program that recreates the difficulty, and
-→ a training program whose staged potential shapes learning on it.
+"""The generation writer: a difficulty mode (or diagnosis) → a generation program that recreates the
+difficulty.
 
     gen = write_generation_program(mode, base_gen, None)               # rules: one template factor edit
     gen = write_generation_program(mode, base_gen, llm, feedback=err)  # LLM: an edit spec (or new source)
-    tp = write_training_program(diagnosis, seed_tp, None)              # rules: seed + a phase subgoal
-    tp = write_training_program(diagnosis, seed_tp, llm, evidence=ev)  # LLM: subgoals, checked, refined
 
 LLM answers are validated (known factors, values inside the allowed ranges, `programs.checks`, the
 sandbox's static policy, optionally a sandbox test run; expressions in the training language); anything
@@ -16,58 +14,25 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agents.critic import AnswerError, allowed_choices, bounds, check_value, reference
-from agents.critic_rules import kind_of
+from agents.critic.diagnose import allowed_choices, bounds, check_value, reference
+from agents.critic.rules import kind_of
 from agents.llm.base import LLM, LLMOutputError
-from agents.writer_training import emphasise, training_variables
+from agents.writers.base import WriterConfig, WriterError
 from memory.types import Diagnosis, DifficultyMode, EditValue
-from programs.checks import check_generation, check_training
+from programs.checks import check_generation
 from programs.edits import edit_many
-from programs.model import NAME_PATTERN, GenerationProgram, Subgoal, TrainingProgram
-from programs.potential import agreement
-from programs.refine import Evidence, refine
+from programs.model import GenerationProgram
 from programs.source import generation_from_source
-from sandbox.policy import check_program
+from sandbox.policy import check_source
 from sandbox.pool import SandboxPool
 from sim.factors import FactorDef
 
-GEN_PROMPT, TRAIN_PROMPT = "writer_generation", "writer_training"
-
-
-@dataclass(frozen=True, kw_only=True)
-class WriterConfig:
-    """How programs are written and checked."""
-
-    # allow edits into the OOD range (off: programs stay inside the family's ID ranges, so training never
-    # sees the held-out OOD values)
-    allow_ood: bool = False
-    # a side-only mode ("high"/"low" without an edit) gets this share of the ID range at that end
-    band: float = 0.25
-    # extra LLM attempts inside one call (the caller bounds the rest through `feedback`)
-    retries: int = 0
-    # let the LLM return a whole new generation source (else it may only edit factors)
-    allow_source: bool = False
-    # rules training writer: add a subgoal that stages the diagnosed phase more finely
-    emphasis: bool = True
-    # token budgets: an edit spec, a new source, a subgoal list
-    max_tokens_edit: int = 400
-    max_tokens_source: int = 4000
-    max_tokens_subgoals: int = 800
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.band <= 1.0 or self.retries < 0:
-            raise ValueError("band must be in (0, 1] and retries >= 0")
-
-
-class WriterError(AnswerError):
-    """A writer answer that cannot become a valid program; `feedback()` says why."""
+GEN_PROMPT = "writer_generation"
 
 
 class FactorEditOut(BaseModel):
@@ -86,20 +51,6 @@ class GenerationOut(BaseModel):
     edits: list[FactorEditOut] = Field(default_factory=list, max_length=4)
     source: str | None = Field(None, description="a complete new program source, only if asked for")
     rationale: str = Field("", description="one sentence: why these scenes recreate the difficulty")
-
-
-class SubgoalOut(BaseModel):
-    """One stage proposed by the LLM writer."""
-
-    name: str = Field(description="short snake_case name")
-    done: str = Field(description="boolean expression: the stage is complete (stays true later on)")
-    progress: str = Field(description="number expression in [0, 1]: progress within the stage")
-
-
-class SubgoalsOut(BaseModel):
-    """The LLM writer's training program: ordered stages; the last is the task's success test."""
-
-    subgoals: list[SubgoalOut] = Field(min_length=2, max_length=8)
 
 
 # ---- generation programs ---------------------------------------------------------------------------------
@@ -263,7 +214,7 @@ def program_errors(program: GenerationProgram, pool: SandboxPool | None = None) 
     """Static checks (`programs.checks`, the sandbox policy) and, with a pool, one sandbox run with the
     default factors: the messages a writer must fix (empty when the program may be used)."""
     errors = [str(e) for e in check_generation(program)]
-    policy = check_program(program.source)
+    policy = check_source(program.source)
     if policy is not None:
         errors.append(f"{policy}\n{policy.traceback}".strip())
     if not errors and pool is not None:
@@ -320,88 +271,6 @@ def write_generation_program(mode: DifficultyMode, base: GenerationProgram, llm:
                 raise WriterError(GEN_PROMPT, "the program fails its checks:\n" + "\n".join(errors),
                                   out.model_dump_json())
             return program
-        except LLMOutputError as e:
-            if attempt == config.retries:
-                raise
-            note = e.feedback()
-    raise AssertionError("unreachable")
-
-
-# ---- training programs -----------------------------------------------------------------------------------
-def _with(base: TrainingProgram, **update: Any) -> TrainingProgram:
-    return TrainingProgram.model_validate({**base.model_dump(exclude={"id"}), **update})
-
-
-def rules_training(diagnosis: Diagnosis, base: TrainingProgram, *, mode_id: str | None = None,
-                   round: int | None = None, evidence: Evidence | None = None,
-                   config: WriterConfig = WriterConfig()) -> TrainingProgram:
-    """The seed program with the mode and diagnosis recorded, plus (when `config.emphasis` and the phase
-    allows) one subgoal staging the diagnosed phase more finely — kept only if it passes the checks and,
-    with `evidence`, agrees with the demonstrations at least as well as the plain program."""
-    meta = {"parent_id": base.id, "mode_id": mode_id or base.mode_id,
-            "round": base.round if round is None else round, "diagnosis": diagnosis.text()}
-    plain = _with(base, **meta)
-    if not config.emphasis:
-        return plain
-    extra = emphasise(base, diagnosis.phase)
-    if extra is None:
-        return plain
-    k, sub = extra
-    staged = _with(plain, subgoals=[*base.subgoals[:k], sub, *base.subgoals[k:]],
-                   diagnosis=f"{diagnosis.text()} (emphasis: {sub.name})")
-    if check_training(staged):
-        return plain
-    if evidence is not None and agreement(staged, evidence.episodes) < min(
-            agreement(plain, evidence.episodes), evidence.threshold):
-        return plain
-    return staged
-
-
-def subgoals_program(out: SubgoalsOut, base: TrainingProgram, meta: dict[str, Any]) -> TrainingProgram:
-    """The LLM's subgoals as a checked program over the base's roles; the last `done` is the base's
-    verifier (so Φ = m iff the task succeeds). `WriterError` on any problem."""
-    raw = out.model_dump_json()
-    subs = [s.model_dump() for s in out.subgoals]
-    verifier = base.subgoals[-1].done
-    note = ""
-    if subs[-1]["done"].replace(" ", "") != verifier.replace(" ", ""):
-        note = f" (last done replaced by the verifier {verifier!r})"
-        subs[-1]["done"] = verifier
-    for i, sub in enumerate(subs, 1):
-        if not re.match(NAME_PATTERN, sub["name"]):
-            raise WriterError(TRAIN_PROMPT, f"subgoal {i} name {sub['name']!r} must be snake_case "
-                                            "(lower-case letters, digits and _)", raw)
-    try:
-        tp = _with(base, subgoals=[Subgoal(**s) for s in subs],
-                   **{**meta, "diagnosis": meta["diagnosis"] + note})
-    except ValidationError as e:
-        detail = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
-        raise WriterError(TRAIN_PROMPT, detail, raw) from None
-    errors = check_training(tp)
-    if errors:
-        raise WriterError(TRAIN_PROMPT, "the subgoals fail their checks:\n" + "\n".join(map(str, errors)),
-                          raw)
-    return tp
-
-
-def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None = None, *,
-                           mode_id: str | None = None, round: int | None = None,
-                           evidence: Evidence | None = None, feedback: str | None = None,
-                           config: WriterConfig = WriterConfig()) -> TrainingProgram:
-    """A training program for the diagnosed difficulty (rules without an LLM). With `evidence` (expert
-    demos) the LLM's program is refined when it agrees below the threshold (`programs.refine`)."""
-    if llm is None:
-        return rules_training(diagnosis, base, mode_id=mode_id, round=round, evidence=evidence, config=config)
-    meta = {"parent_id": base.id, "mode_id": mode_id or base.mode_id,
-            "round": base.round if round is None else round, "diagnosis": diagnosis.text()}
-    variables = training_variables(base, diagnosis)
-    note = feedback or ""
-    for attempt in range(config.retries + 1):
-        try:
-            out = llm.structured(TRAIN_PROMPT, {**variables, "feedback": note}, SubgoalsOut,
-                                 max_tokens=config.max_tokens_subgoals)
-            tp = subgoals_program(out, base, meta)
-            return refine(tp, evidence) if evidence is not None else tp
         except LLMOutputError as e:
             if attempt == config.retries:
                 raise

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agents.critic_summary import FactorReading, FailureSummary
+from agents.critic.summary import FactorReading, FailureSummary
 from sim.builder import ROBOT_BASE
 
 # factor name → kind; (family, name) overrides where one name means different things

@@ -1,8 +1,8 @@
 """Measure the embedded models on CoDA's kind of prompts: latency, and whether each answer is usable.
 
-    python -m agents.llm.bench                                  # every local model, 2 threads
-    python -m agents.llm.bench --models qwen2.5-coder-1.5b --threads 1
-    python -m agents.llm.bench --models qwen2.5-coder-1.5b --threads 1 --no-extra-buffers
+    python -m agents.bench.llm                                  # every local model, 2 threads
+    python -m agents.bench.llm --models qwen2.5-coder-1.5b --threads 1
+    python -m agents.bench.llm --models qwen2.5-coder-1.5b --threads 1 --no-extra-buffers
         --record tests/agents/fixtures/llm_replay.json    # (one line) the contract tests' fixture
 
 The cases (`CASES`) are also the contract cases of `tests/agents/test_llm_contract.py`; `--record` writes
@@ -28,7 +28,7 @@ from agents.llm.base import Completer, LLMError
 from agents.llm.client import PromptedLLM
 from agents.llm.gguf import MODELS
 from agents.llm.local import LocalCompleter, LocalConfig
-from agents.llm.replay import ReplayCompleter
+from agents.llm.recorded import ReplayCompleter
 from agents.llm.store import CallLog
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.deps import Deps
-from agents.nodes.programs import (
+from agents.graph.deps import Deps
+from agents.graph.nodes.arms import (
     dr_program,
     editable_factors,
     save_program,
@@ -31,10 +31,10 @@ from agents.nodes.programs import (
     variant_program,
     variant_sides,
 )
-from agents.nodes.work import stable_seed
-from agents.state import RoundState, Slot, new_slot
+from agents.graph.nodes.work import stable_seed
+from agents.graph.state import RoundState, Slot, new_slot
 
-Arm = dict[str, str]  # mode_id, program, train_program, template
+ArmPrograms = dict[str, str]  # mode_id, program, train_program, template
 
 
 def split_budget(total: int, weights: Mapping[str, float]) -> dict[str, int]:
@@ -48,17 +48,17 @@ def split_budget(total: int, weights: Mapping[str, float]) -> dict[str, int]:
     return out
 
 
-def _seed_arm(deps: Deps, family: str) -> Arm:
+def _seed_arm(deps: Deps, family: str) -> ArmPrograms:
     gen, train = seed_programs(deps, family)
     return {"mode_id": "seed", "program": gen, "train_program": train, "template": ""}
 
 
-def _random_variants(deps: Deps, family: str, round: int, k: int, tag: str) -> list[Arm]:
+def _random_variants(deps: Deps, family: str, round: int, k: int, tag: str) -> list[ArmPrograms]:
     """`k` distinct single-factor variants of the seed program, factor and side drawn uniformly."""
     base = seed_generation(family)
     rng = np.random.default_rng(stable_seed(deps.config.seed, round, family, tag))
     factors = editable_factors(base)
-    arms: dict[str, Arm] = {}
+    arms: dict[str, ArmPrograms] = {}
     for _ in range(20 * k):
         if len(arms) >= k or not factors:
             break
@@ -75,7 +75,7 @@ def _random_variants(deps: Deps, family: str, round: int, k: int, tag: str) -> l
 
 
 def _scalar_arms(deps: Deps, state: RoundState, family: str,
-                 round: int) -> tuple[list[Arm], dict[str, float]]:
+                 round: int) -> tuple[list[ArmPrograms], dict[str, float]]:
     """Known variants of this family plus new proposals, ranked by |success − 0.5| (unmeasured: 0.5)."""
     known = [_known_arm(state, key) for key in state.get("mode_programs", {}) if key.endswith(f"|{family}")]
     arms = {a["mode_id"]: a for a in [_seed_arm(deps, family), *known,
@@ -89,12 +89,12 @@ def _scalar_arms(deps: Deps, state: RoundState, family: str,
     return [arms[m] for m in keep], {m: score[m] for m in keep}
 
 
-def _known_arm(state: RoundState, key: str) -> Arm:
+def _known_arm(state: RoundState, key: str) -> ArmPrograms:
     gen, train = state["mode_programs"][key]
     return {"mode_id": key.split("|")[0], "program": gen, "train_program": train, "template": ""}
 
 
-def _critic_arms(deps: Deps, state: RoundState, family: str, round: int) -> list[Arm]:
+def _critic_arms(deps: Deps, state: RoundState, family: str, round: int) -> list[ArmPrograms]:
     """Seed + the modes validated in the last round for this family (their programs if compiled), then
     exploration variants in the arms left."""
     arms = [_seed_arm(deps, family)]
@@ -107,7 +107,7 @@ def _critic_arms(deps: Deps, state: RoundState, family: str, round: int) -> list
     return _explore(deps, family, round, arms)
 
 
-def _explore(deps: Deps, family: str, round: int, arms: list[Arm]) -> list[Arm]:
+def _explore(deps: Deps, family: str, round: int, arms: list[ArmPrograms]) -> list[ArmPrograms]:
     """`arms` plus random single-factor variants up to `max_arms` (none that repeats an arm's mode)."""
     free = deps.config.max_arms - len(arms)
     if free <= 0:
@@ -118,7 +118,7 @@ def _explore(deps: Deps, family: str, round: int, arms: list[Arm]) -> list[Arm]:
     return arms + extra[:free]
 
 
-def _memory_arms(deps: Deps, family: str, round: int) -> tuple[list[Arm], dict[str, int] | None]:
+def _memory_arms(deps: Deps, family: str, round: int) -> tuple[list[ArmPrograms], dict[str, int] | None]:
     """CoDA: modes seen in this family or on one of its factors elsewhere, then exploration variants in the
     arms left; the budget by learning progress (unmeasured arms count as promising)."""
     from memory.ledger import allocate_family, arm_scores

@@ -16,15 +16,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agents.config import RunConfig
-from agents.rundir import RunDir
+from agents.graph.rundir import RunDir
 
-# `run_batch(items) -> outcomes`: each item (`agents.verify.BatchItem`: program, factors, seed) generated in
-# the sandbox and rolled out with the current policy; outcomes have `success`, `failing_phase`, `error`
+# `run_batch(items) -> outcomes`: each item (`agents.critic.verify.BatchItem`: program, factors, seed)
+# generated in the sandbox and rolled out with the current policy; outcomes have `success`,
+# `failing_phase`, `error`
 RunBatch = Callable[[Sequence[Any]], list[Any]]
 
 
 class Trainer(Protocol):
-    """Policy training as the graph needs it (`agents.trainer.PolicyTrainer` is the real one)."""
+    """Policy training as the graph needs it (`agents.graph.trainer.PolicyTrainer` is the real one)."""
 
     def factory(self, policy: Path, seed: int) -> Any:
         """A picklable `factory(scene) -> policy` for `sim.pool.EpisodeJob`."""
@@ -49,7 +50,7 @@ class Trainer(Protocol):
 
 
 class Agents(Protocol):
-    """The critic, verifier and writers (`HelperAgents`: agents.critic, agents.verify, agents.writer)."""
+    """The critic, verifier and writers (`HelperAgents`: agents.critic and agents.writers)."""
 
     def diagnose(self, episode: Any, program: Any, llm: Any, *, critic: str, episode_id: str,
                  feedback: str | None) -> Any:
@@ -119,17 +120,17 @@ class Meter:
 
 
 class HelperAgents:
-    """`Agents` backed by agents.critic, agents.verify and agents.writer (imported on first use)."""
+    """`Agents` backed by agents.critic and agents.writers (imported on first use)."""
 
     def diagnose(self, episode: Any, program: Any, llm: Any, *, critic: str, episode_id: str,
                  feedback: str | None) -> Any:
-        from agents.critic import diagnose
+        from agents.critic.diagnose import diagnose
 
         return diagnose(episode, program, llm, critic=critic, episode_id=episode_id, feedback=feedback)
 
     def verify(self, diagnosis: Any, program: Any, run_batch: RunBatch, *, n: int, alpha: float,
                rng: Any) -> Any:
-        from agents.verify import VerifyConfig, verify
+        from agents.critic.verify import VerifyConfig, verify
 
         # a batch of n can only be judged if n episodes may count (VerifyConfig's floor is 4)
         config = VerifyConfig(alpha=alpha, min_valid=max(1, min(4, n)))
@@ -137,13 +138,13 @@ class HelperAgents:
 
     def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
                                  round: int, diagnosis: Any = None) -> Any:
-        from agents.writer import write_generation_program
+        from agents.writers.generation import write_generation_program
 
         return write_generation_program(mode, base, llm, feedback, round=round, diagnosis=diagnosis)
 
     def write_training_program(self, diagnosis: Any, base: Any, llm: Any, *, mode_id: str, round: int,
                                demos: Sequence[Any], feedback: str | None) -> Any:
-        from agents.writer import write_training_program
+        from agents.writers.training import write_training_program
         from programs.refine import Evidence
 
         evidence = Evidence(list(demos)) if demos else None
@@ -185,7 +186,7 @@ def open_deps(config: RunConfig, run_dir: str | Path, *, llm: Any = None, call_l
     if not run.config.exists():  # the run's record (`agents.run` writes it first; a resume keeps it)
         run.config.write_text(config.to_json())
     if trainer is None:
-        from agents.trainer import PolicyTrainer
+        from agents.graph.trainer import PolicyTrainer
 
         trainer = PolicyTrainer(config.learn, config.seed)
     with contextlib.ExitStack() as stack:

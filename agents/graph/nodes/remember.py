@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agents.deps import Deps
-from agents.nodes.programs import save_program, seed_generation, seed_training, static_errors
-from agents.nodes.rollout import outcomes, scene_id
-from agents.nodes.work import error_text
-from agents.rundir import read_json, write_json
-from agents.state import RoundState
+from agents.graph.deps import Deps
+from agents.graph.nodes.arms import save_program, seed_generation, seed_training, static_errors
+from agents.graph.nodes.rollout import outcomes, scene_id
+from agents.graph.nodes.work import error_text
+from agents.graph.rundir import read_json, write_json
+from agents.graph.state import RoundState
 
 AGREEMENT_THRESHOLD = 0.9  # a training program below this agreement with expert demos is refined
 MAX_DEMOS = 10  # demonstrations an agreement check reads
@@ -160,7 +160,7 @@ def _has_programs(deps: Deps, mode_programs: Mapping[str, list[str]], mode_id: s
 
 def compile(state: RoundState, deps: Deps) -> dict[str, Any]:
     """A (generation, training) program pair for each validated (mode, family) that has none yet."""
-    from agents.nodes.generate import load_mode
+    from agents.graph.nodes.generate import load_mode
     from memory.types import Diagnosis
 
     r = state["round"]

@@ -1,7 +1,7 @@
 """How informative is the rules critic, and does verification confirm it? Measured on policies with a
 known weakness.
 
-    python -m agents.critic_bench [--n 24] [--verify-n 12] [--workers 2]
+    python -m agents.bench.critic [--n 24] [--verify-n 12] [--workers 2]
 
 A *handicapped expert* is the scripted expert with one flaw whose responsible factor we know:
 `loose_grip` closes the fingers only to ~3.8 cm (objects narrower than that are never squeezed: the
@@ -77,8 +77,8 @@ def _baselines(sm, names: set[str], rng: np.random.Generator) -> tuple[str, str]
 
 def _score(failed: list, gen, truth: set[str], rng: np.random.Generator) -> tuple[list, dict[str, int]]:
     """Rules diagnoses of the failures, and how often each critic named a factor of the true kind."""
-    from agents.critic import diagnose, summarize_failure
-    from agents.critic_rules import kind_of
+    from agents.critic.diagnose import diagnose, summarize_failure
+    from agents.critic.rules import kind_of
 
     names = {f.name for f in gen.factors}
     hits = {"rules": 0, "most_atypical": 0, "random": 0}
@@ -93,7 +93,7 @@ def _score(failed: list, gen, truth: set[str], rng: np.random.Generator) -> tupl
 
 
 def _verify(dx, gen, batch, n: int, seed: int) -> None:
-    from agents.verify import VerifyConfig, run_verification
+    from agents.critic.verify import VerifyConfig, run_verification
 
     t0 = time.perf_counter()
     res = run_verification(dx, gen, batch, n=n, rng=np.random.default_rng(seed), config=VerifyConfig())
@@ -105,7 +105,7 @@ def _verify(dx, gen, batch, n: int, seed: int) -> None:
 
 def run(n: int, verify_n: int, workers: int, seed: int) -> None:
     """Roll out each handicap on `n` scenes, score the critics, verify the first diagnosis and a wrong one."""
-    from agents.verify import episode_rollout, sandbox_run_batch
+    from agents.critic.verify import episode_rollout, sandbox_run_batch
     from memory.types import Diagnosis
     from programs.seeds import seed_library
     from sandbox import PoolConfig, SandboxPool
@@ -141,7 +141,7 @@ def run(n: int, verify_n: int, workers: int, seed: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point."""
-    ap = argparse.ArgumentParser(prog="python -m agents.critic_bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m agents.bench.critic", description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=24, help="scenes per handicap")
     ap.add_argument("--verify-n", type=int, default=12, help="episodes per verification batch")
     ap.add_argument("--workers", type=int, default=2)

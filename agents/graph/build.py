@@ -21,10 +21,10 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
-from agents import routing
-from agents.deps import Deps
-from agents.nodes import NODES, Node, Summary
-from agents.state import RoundState
+from agents.graph import routing
+from agents.graph.deps import Deps
+from agents.graph.nodes import NODES, Node, Summary
+from agents.graph.state import RoundState
 
 THREAD_ID = "main"  # one thread per run directory
 RECURSION_LIMIT = 100_000  # node steps per invoke; rounds × nodes × retries stays far below
@@ -113,7 +113,7 @@ def studio_graph(config: Mapping[str, Any] | None = None) -> StateGraph:
     import atexit
 
     from agents.config import get_preset
-    from agents.deps import open_deps
+    from agents.graph.deps import open_deps
 
     del config  # the server's per-run config carries nothing the graph needs
     stack = contextlib.ExitStack()

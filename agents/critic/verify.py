@@ -27,9 +27,9 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from agents.critic import CriticConfig, bounds, reference
-from agents.critic_factors import family_factors, live_under
-from agents.critic_rules import HARD_SIDE, kind_of
+from agents.critic.diagnose import CriticConfig, bounds, reference
+from agents.critic.factors import family_factors, live_under
+from agents.critic.rules import HARD_SIDE, kind_of
 from memory.types import Diagnosis, EditValue, Verdict
 from programs.edits import edit, edit_many
 from programs.model import GenerationProgram
@@ -38,7 +38,7 @@ from sim.factors import FactorDef
 from sim.pool import EpisodeJob, EpisodePool, EpisodeResult, PolicyFactory
 from sim.scene import SceneSpec
 
-Arm = Literal["targeted", "control"]
+BatchSide = Literal["targeted", "control"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +52,7 @@ class BatchItem:
     # sandbox seed (the program's rng); paired items share it
     seed: int
     # which batch the item belongs to
-    arm: Arm
+    arm: BatchSide
     # pair index within the batch
     index: int
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.deps import Deps
+from agents.graph.deps import Deps
 from memory.types import slug
 from programs.model import GenerationProgram, TrainingProgram
 
@@ -52,12 +52,12 @@ def static_errors(program: GenerationProgram) -> str | None:
     """Every static problem of a generation program (structure/schema, then the sandbox's allowlist), as
     the text a writer reads; None when it may run."""
     from programs.checks import check_generation, format_errors
-    from sandbox.policy import check_program
+    from sandbox.policy import check_source
 
     errors = check_generation(program)
     if errors:
         return format_errors(errors)
-    violation = check_program(program.source)
+    violation = check_source(program.source)
     return str(violation) if violation is not None else None
 
 

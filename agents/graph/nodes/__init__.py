@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agents.nodes import allocate as _allocate
-from agents.nodes import critic as _critic
-from agents.nodes import generate as _generate
-from agents.nodes import learn as _learn
-from agents.nodes import memory as _memory
-from agents.nodes import report as _report
-from agents.nodes import rollout as _rollout
+from agents.graph.nodes import allocate as _allocate
+from agents.graph.nodes import diagnose as _diagnose
+from agents.graph.nodes import generate as _generate
+from agents.graph.nodes import learn as _learn
+from agents.graph.nodes import remember as _remember
+from agents.graph.nodes import report as _report
+from agents.graph.nodes import rollout as _rollout
 
 Node = Callable[[Any, Any], dict[str, Any]]
 Summary = Callable[[Mapping[str, Any]], str]
@@ -24,10 +24,10 @@ NODES: dict[str, tuple[Node, Summary]] = {
     "generate": (_generate.generate, _generate.summary),
     "validate": (_generate.validate, _generate.summary),
     "rollout": (_rollout.rollout, _rollout.summary),
-    "diagnose": (_critic.diagnose, _critic.summary_diagnose),
-    "verify": (_critic.verify, _critic.summary_verify),
-    "remember": (_memory.remember, _memory.summary_remember),
-    "compile": (_memory.compile, _memory.summary_compile),
+    "diagnose": (_diagnose.diagnose, _diagnose.summary_diagnose),
+    "verify": (_diagnose.verify, _diagnose.summary_verify),
+    "remember": (_remember.remember, _remember.summary_remember),
+    "compile": (_remember.compile, _remember.summary_compile),
     "train": (_learn.train, _learn.summary_train),
     "measure": (_learn.measure, _learn.summary_measure),
     "report": (_report.report, _report.summary),

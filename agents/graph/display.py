@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import RunConfig
-from agents.rundir import RunDir, read_metrics
+from agents.graph.rundir import RunDir, read_metrics
 
 COLUMNS = (  # (header, row → text) of the per-round summary, console and HTML alike
     ("rnd", lambda r: str(r["round"])),

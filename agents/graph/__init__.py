@@ -1,0 +1,33 @@
+"""The round as a LangGraph state machine (DESIGN §5): `state.py` (the state schema: ids and relative
+paths only), `build.py` (the uncompiled graph factory, the node meter, the SQLite checkpointer),
+`routing.py` (pure routing functions), `deps.py` (everything a node uses, injected), `nodes/` (one plain
+function per node), `trainer.py` (the real policy trainer), `rundir.py` (the run directory's layout) and
+`display.py` (console tables and report.html).
+
+Names load lazily: `import agents.graph.rundir` does not pull in LangGraph.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    **dict.fromkeys(("build_graph", "studio_graph", "open_checkpointer", "thread_config"),
+                    "agents.graph.build"),
+    **dict.fromkeys(("Deps", "open_deps", "Trainer", "Agents", "Reporter", "QuietReporter", "Meter"),
+                    "agents.graph.deps"),
+    **dict.fromkeys(("RoundState", "Slot", "initial_state", "new_slot", "slot_key"), "agents.graph.state"),
+    "RunDir": "agents.graph.rundir",
+    "PolicyTrainer": "agents.graph.trainer",
+    "NODES": "agents.graph.nodes",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agents.graph' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

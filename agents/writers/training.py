@@ -1,0 +1,225 @@
+"""The training writer: a validated diagnosis → a training program whose staged potential shapes learning
+on the difficulty.
+
+    tp = write_training_program(diagnosis, seed_tp, None)              # rules: seed + a phase subgoal
+    tp = write_training_program(diagnosis, seed_tp, llm, evidence=ev)  # LLM: subgoals, checked, refined
+
+LLM answers are checked in the training language; anything unusable raises `WriterError` whose
+`feedback()` the caller passes back as `feedback` on the next call, a bounded number of times.
+
+Emphasis inserts one subgoal just before the stage that covers the diagnosed phase, staging that phase
+more finely (centre over the object before closing, a first secure centimetre of lift, halfway to the
+target while holding, centred over the target before letting go, halfway through the drag). Its `done`
+is `(<next stage's done>) or (<condition>)`, so it stays true whenever the next stage is done and the
+completed prefix never shrinks when the later stage completes (the seeds' cumulative style).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from agents.llm.base import LLM, LLMOutputError
+from agents.writers.base import WriterConfig, WriterError
+from memory.types import Diagnosis
+from programs.checks import check_training
+from programs.model import NAME_PATTERN, ROLE_REF, Subgoal, TrainingProgram
+from programs.potential import agreement
+from programs.refine import Evidence, refine
+from programs.vocab import describe
+
+TRAIN_PROMPT = "writer_training"
+
+# diagnosed phase → names of the seed stage that covers it (first found wins; None: the verifier)
+PHASE_STAGE: dict[str, tuple[str, ...] | None] = {
+    "approach": ("reach",), "grasp": ("grasp",), "lift": ("lift",), "transport": ("carry", "align"),
+    "align": ("align", "carry"), "place": None, "insert": None, "release": None, "pull": ("move",),
+    "push": ("move",),
+}
+
+
+def goal_roles(tp: TrainingProgram) -> dict[str, str]:
+    """Which role is bound to what: {"subject": role of goal[0].args[0], "target": of args[1], "test":
+    of goal[0].fn, "level": of args[1] when the program tests a joint (opened/closed)}."""
+    out: dict[str, str] = {}
+    for role, ref in tp.roles.items():
+        m = ROLE_REF.match(ref)
+        if not m or m.group(1) != "0":
+            continue
+        if m.group(2) == "fn":
+            out["test"] = role
+        elif m.group(3) == "0":
+            out["subject"] = role
+        elif m.group(3) == "1":
+            out["target"] = role
+    text = " ".join(g.done + " " + g.progress for g in tp.subgoals)
+    if "target" in out and any(f"{fn}(" in text for fn in ("opened", "closed", "open_frac", "handle_dist")):
+        out["level"] = out.pop("target")  # opened(joint, level): the second argument is a level
+    return out
+
+
+def _carry_condition(phase: str, s: str, t: str | None) -> tuple[str, str, str] | None:
+    """(name, condition, progress) for a carry-an-object task."""
+    if phase == "approach":
+        return "near_object", f"dist('ee', {s}) < 0.1", f"1 - clip(dist('ee', {s}) / 0.4, 0, 1)"
+    if phase == "grasp":
+        return ("centred_on_object", f"xy_dist('ee', {s}) < 0.008 and dist('ee', {s}) < 0.03",
+                f"1 - clip(xy_dist('ee', {s}) / 0.03, 0, 1)")
+    if phase == "lift":
+        return "secure_lift", f"grasped({s}) and bottom({s}) > 0.015", f"clip(bottom({s}) / 0.015, 0, 1)"
+    if t is None:
+        return None
+    if phase in ("transport", "align"):
+        return ("halfway", f"grasped({s}) and xy_dist({s}, {t}) < 0.12",
+                f"1 - clip((xy_dist({s}, {t}) - 0.12) / 0.3, 0, 1)")
+    return ("centred_over_target", f"xy_dist({s}, {t}) < 0.015 and bottom({s}) < top({t}) + 0.03",
+            f"1 - clip(xy_dist({s}, {t}) / 0.03, 0, 1)")
+
+
+def _joint_condition(phase: str, j: str, test: str, level: str) -> tuple[str, str, str] | None:
+    """(name, condition, progress) for opening/closing a joint."""
+    if phase == "approach":
+        return "near_handle", f"handle_dist({j}) < 0.1", f"1 - clip(handle_dist({j}) / 0.4, 0, 1)"
+    if phase == "grasp":
+        return "at_handle", f"handle_dist({j}) < 0.015", f"1 - clip(handle_dist({j}) / 0.03, 0, 1)"
+    if phase in ("pull", "push"):
+        cond = (f"grasped({j}) and (open_frac({j}) >= 0.5 * {level} if {test} == 'opened' "
+                f"else open_frac({j}) <= 0.5 + 0.5 * {level})")
+        prog = (f"open_frac({j}) / (0.5 * {level}) if {test} == 'opened' "
+                f"else (1 - open_frac({j})) / (0.5 - 0.5 * {level})")
+        return "halfway", cond, prog
+    return None
+
+
+def emphasise(tp: TrainingProgram, phase: str) -> tuple[int, Subgoal] | None:
+    """(insert position, subgoal) that stages `phase` more finely in `tp`, or None if it cannot."""
+    names = [g.name for g in tp.subgoals]
+    if phase not in PHASE_STAGE:
+        return None
+    stages = PHASE_STAGE[phase]
+    k = len(names) - 1 if stages is None else next((names.index(n) for n in stages if n in names), None)
+    roles = goal_roles(tp)
+    if k is None or "subject" not in roles:
+        return None
+    s = roles["subject"]
+    if "test" in roles and "level" in roles:
+        spec = _joint_condition(phase, s, roles["test"], roles["level"])
+    else:
+        spec = _carry_condition(phase, s, roles.get("target"))
+    if spec is None or spec[0] in names:
+        return None
+    name, cond, progress = spec
+    done = f"({tp.subgoals[k].done}) or ({cond})"
+    return k, Subgoal(name=name, done=done, progress=progress, doc=f"emphasis on the {phase} phase")
+
+
+def training_variables(base: TrainingProgram, diagnosis: Diagnosis) -> dict[str, Any]:
+    """Variables of the `writer_training` prompt."""
+    return {
+        "family": base.family,
+        "roles": [{"name": r, "ref": ref} for r, ref in base.roles.items()],
+        "functions": describe().splitlines(),
+        "example": [{"name": g.name, "done": g.done, "progress": g.progress} for g in base.subgoals],
+        "verifier": base.subgoals[-1].done,
+        "diagnosis": diagnosis.text(),
+        "phase": diagnosis.phase,
+        "feedback": "",
+    }
+
+
+class SubgoalOut(BaseModel):
+    """One stage proposed by the LLM writer."""
+
+    name: str = Field(description="short snake_case name")
+    done: str = Field(description="boolean expression: the stage is complete (stays true later on)")
+    progress: str = Field(description="number expression in [0, 1]: progress within the stage")
+
+
+class SubgoalsOut(BaseModel):
+    """The LLM writer's training program: ordered stages; the last is the task's success test."""
+
+    subgoals: list[SubgoalOut] = Field(min_length=2, max_length=8)
+
+
+# ---- training programs -----------------------------------------------------------------------------------
+def _with(base: TrainingProgram, **update: Any) -> TrainingProgram:
+    return TrainingProgram.model_validate({**base.model_dump(exclude={"id"}), **update})
+
+
+def rules_training(diagnosis: Diagnosis, base: TrainingProgram, *, mode_id: str | None = None,
+                   round: int | None = None, evidence: Evidence | None = None,
+                   config: WriterConfig = WriterConfig()) -> TrainingProgram:
+    """The seed program with the mode and diagnosis recorded, plus (when `config.emphasis` and the phase
+    allows) one subgoal staging the diagnosed phase more finely — kept only if it passes the checks and,
+    with `evidence`, agrees with the demonstrations at least as well as the plain program."""
+    meta = {"parent_id": base.id, "mode_id": mode_id or base.mode_id,
+            "round": base.round if round is None else round, "diagnosis": diagnosis.text()}
+    plain = _with(base, **meta)
+    if not config.emphasis:
+        return plain
+    extra = emphasise(base, diagnosis.phase)
+    if extra is None:
+        return plain
+    k, sub = extra
+    staged = _with(plain, subgoals=[*base.subgoals[:k], sub, *base.subgoals[k:]],
+                   diagnosis=f"{diagnosis.text()} (emphasis: {sub.name})")
+    if check_training(staged):
+        return plain
+    if evidence is not None and agreement(staged, evidence.episodes) < min(
+            agreement(plain, evidence.episodes), evidence.threshold):
+        return plain
+    return staged
+
+
+def subgoals_program(out: SubgoalsOut, base: TrainingProgram, meta: dict[str, Any]) -> TrainingProgram:
+    """The LLM's subgoals as a checked program over the base's roles; the last `done` is the base's
+    verifier (so Φ = m iff the task succeeds). `WriterError` on any problem."""
+    raw = out.model_dump_json()
+    subs = [s.model_dump() for s in out.subgoals]
+    verifier = base.subgoals[-1].done
+    note = ""
+    if subs[-1]["done"].replace(" ", "") != verifier.replace(" ", ""):
+        note = f" (last done replaced by the verifier {verifier!r})"
+        subs[-1]["done"] = verifier
+    for i, sub in enumerate(subs, 1):
+        if not re.match(NAME_PATTERN, sub["name"]):
+            raise WriterError(TRAIN_PROMPT, f"subgoal {i} name {sub['name']!r} must be snake_case "
+                                            "(lower-case letters, digits and _)", raw)
+    try:
+        tp = _with(base, subgoals=[Subgoal(**s) for s in subs],
+                   **{**meta, "diagnosis": meta["diagnosis"] + note})
+    except ValidationError as e:
+        detail = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
+        raise WriterError(TRAIN_PROMPT, detail, raw) from None
+    errors = check_training(tp)
+    if errors:
+        raise WriterError(TRAIN_PROMPT, "the subgoals fail their checks:\n" + "\n".join(map(str, errors)),
+                          raw)
+    return tp
+
+
+def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None = None, *,
+                           mode_id: str | None = None, round: int | None = None,
+                           evidence: Evidence | None = None, feedback: str | None = None,
+                           config: WriterConfig = WriterConfig()) -> TrainingProgram:
+    """A training program for the diagnosed difficulty (rules without an LLM). With `evidence` (expert
+    demos) the LLM's program is refined when it agrees below the threshold (`programs.refine`)."""
+    if llm is None:
+        return rules_training(diagnosis, base, mode_id=mode_id, round=round, evidence=evidence, config=config)
+    meta = {"parent_id": base.id, "mode_id": mode_id or base.mode_id,
+            "round": base.round if round is None else round, "diagnosis": diagnosis.text()}
+    variables = training_variables(base, diagnosis)
+    note = feedback or ""
+    for attempt in range(config.retries + 1):
+        try:
+            out = llm.structured(TRAIN_PROMPT, {**variables, "feedback": note}, SubgoalsOut,
+                                 max_tokens=config.max_tokens_subgoals)
+            tp = subgoals_program(out, base, meta)
+            return refine(tp, evidence) if evidence is not None else tp
+        except LLMOutputError as e:
+            if attempt == config.retries:
+                raise
+            note = e.feedback()
+    raise AssertionError("unreachable")
