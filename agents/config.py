@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from coda_policy.configuration_object_token import ObjectTokenConfig
+from common.registry import Registry
 from memory.ledger import AllocationConfig
-from sim.registry import Registry
 
 Generator = Literal["seed", "domain_randomization", "uniform", "scalar", "critic", "memory"]
 Update = Literal["none", "sft", "aw"]
@@ -65,7 +65,9 @@ METHODS.register("coda", MethodConfig(generator="memory", diagnose=True, memory=
 
 @dataclass(frozen=True, kw_only=True)
 class LearnConfig:
-    """The policy and how it is trained (sizes come from `coda_policy`)."""
+    """The policy and how it is trained (sizes come from `coda_policy`). Torch threads of the training
+    process are the policy's own `torch_threads` (one setting, with the measured reason, for every
+    trainer of the policy)."""
 
     # the policy's own configuration
     policy: ObjectTokenConfig = field(default_factory=ObjectTokenConfig)
@@ -86,10 +88,95 @@ class LearnConfig:
     awr_folds: int = 3
     # expert chunks start every this many steps of a demonstration
     demo_stride: int = 2
-    # torch threads for training in the main process
-    threads: int = 2
     # a checkpoint to start from instead of a fresh network (the "pretrained" policy of zero-shot)
     init_policy: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CriticConfig:
+    """How diagnoses are made and bounded (`agents.critic.diagnose`; defined here so the run's config
+    stays light to import)."""
+
+    # allow edits into a factor's out-of-distribution range (off: edits stay within the family's ID range,
+    # so programs written from diagnoses never train on the held-out OOD values)
+    allow_ood: bool = False
+    # narrowest targeted edit of a number factor, as a share of its ID range (the edit runs from the
+    # failing value out to the range's end on its side, at most half the range wide)
+    band: float = 0.25
+    # extra attempts inside one `diagnose` call after an unusable LLM answer (each one sees the previous
+    # error); for standalone callers — inside the graph it is 0 and the diagnose node retries instead
+    # (`RunConfig.max_retries`), so one loop owns the budget
+    retries: int = 2
+    # keyframe images passed to image-capable models
+    max_keyframes: int = 3
+    # token budget of one critic answer
+    max_tokens: int = 400
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.band <= 1.0:
+            raise ValueError(f"band must be in (0, 1], got {self.band}")
+        if self.retries < 0 or self.max_keyframes < 0:
+            raise ValueError("retries and max_keyframes must be >= 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WriterConfig:
+    """How programs are written and checked (`agents.writers`; defined here so the run's config stays
+    light to import)."""
+
+    # allow edits into the OOD range (off: programs stay inside the family's ID ranges, so training never
+    # sees the held-out OOD values)
+    allow_ood: bool = False
+    # a side-only mode ("high"/"low" without an edit) gets this share of the ID range at that end
+    band: float = 0.25
+    # extra LLM attempts inside one call (the caller bounds the rest through `feedback`); 0 inside the
+    # graph, whose nodes retry (`RunConfig.max_retries`), so one loop owns the budget
+    retries: int = 0
+    # let the LLM return a whole new generation source (else it may only edit factors)
+    allow_source: bool = False
+    # rules training writer: add a subgoal that stages the diagnosed phase more finely
+    emphasis: bool = True
+    # token budgets: an edit spec, a new source, a subgoal list
+    max_tokens_edit: int = 400
+    max_tokens_source: int = 4000
+    max_tokens_subgoals: int = 800
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.band <= 1.0 or self.retries < 0:
+            raise ValueError("band must be in (0, 1] and retries >= 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyTestConfig:
+    """The verification test's knobs besides its batch size and significance level (`RunConfig.verify_n`
+    and `verify_alpha`, kept at the top level so old config.json files load); the graph builds
+    `agents.critic.verify.VerifyConfig` from them, whose defaults they mirror."""
+
+    # fewer counted episodes than this in either batch: inconclusive (capped at verify_n: a batch of n can
+    # only be judged if n episodes may count)
+    min_valid: int = 4
+    # the control factor, or None to pick one (another number factor of a different kind, at random)
+    control_factor: str | None = None
+    # groups a control factor may come from ("task" factors change the task itself)
+    control_groups: tuple[str, ...] = ("spatial", "attribute")
+
+    def __post_init__(self) -> None:
+        if self.min_valid < 1:
+            raise ValueError("min_valid must be >= 1")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileConfig:
+    """How `compile` turns a validated mode into its training program (DESIGN §5.8)."""
+
+    # a training program below this agreement with the round's expert demos is refined
+    agreement_threshold: float = 0.9
+    # expert demonstrations of the family an agreement check reads, at most
+    max_demos: int = 10
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.agreement_threshold <= 1.0 or self.max_demos < 0:
+            raise ValueError("need 0 < agreement_threshold <= 1 and max_demos >= 0")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +197,10 @@ class RunConfig:
     held: int = 2
     # arms (difficulty modes incl. the seed distribution) per family per round, at most
     max_arms: int = 3
-    # writer rewrites of a failing slot before it is reported failed (K)
+    # retries of every agent call, each fed the previous attempt's exact error (K): a failing slot's writer
+    # rewrites before it is reported failed, the critic's answers per failed episode, the writer's answers
+    # per compiled program — at most 1 + K LLM calls per slot, episode or program (the agents' own
+    # `critic.retries` and `writer.retries` stay 0, so this is the only retry loop)
     max_retries: int = 2
     # candidate scenes generated per needed scene on each attempt (validation rejects some)
     oversample: float = 1.5
@@ -122,6 +212,15 @@ class RunConfig:
     verify_n: int = 6
     # significance level of the verification test
     verify_alpha: float = 0.1
+    # the verification test's other knobs (smallest countable batch, control factor and its groups)
+    verify: VerifyTestConfig = field(default_factory=VerifyTestConfig)
+    # the critic: edit bounds and band of its diagnoses, keyframes, token budget (retries must stay 0)
+    critic: CriticConfig = field(default_factory=lambda: CriticConfig(retries=0))
+    # the writers: edit bounds, band of side-only modes, new sources allowed, emphasis, token budgets
+    # (retries must stay 0)
+    writer: WriterConfig = field(default_factory=WriterConfig)
+    # compile: the training program's agreement threshold and the demonstrations it is checked on
+    compile: CompileConfig = field(default_factory=CompileConfig)
     # LLM backend of the critic and writer (agents.llm registry: local, openai, replay, rules); "rules"
     # uses the rule-based critic over privileged state and template program edits (no model)
     llm: str = "local"
@@ -163,6 +262,9 @@ class RunConfig:
             raise ValueError("need max_retries >= 0 and oversample >= 1")
         if not 0.0 < self.verify_alpha < 1.0:
             raise ValueError(f"verify_alpha must be in (0, 1), got {self.verify_alpha}")
+        if self.critic.retries or self.writer.retries:
+            raise ValueError("critic.retries and writer.retries must be 0 in a run: the nodes retry every "
+                             f"agent call themselves, max_retries={self.max_retries} times (one retry loop)")
 
     @property
     def method_config(self) -> MethodConfig:
@@ -185,7 +287,7 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
     """A (nested) frozen dataclass from its `asdict` form; tuples come back as tuples."""
     hints = typing.get_type_hints(cls)
     kwargs = {}
-    for f in dataclasses.fields(cls):
+    for f in dataclasses.fields(cls):  # keys of removed fields (learn.threads) are ignored: old files load
         if f.name not in data:
             continue
         kwargs[f.name] = _value(hints[f.name], data[f.name])
@@ -214,7 +316,7 @@ PRESETS.register("smoke", RunConfig(
     learn=LearnConfig(
         policy=ObjectTokenConfig(d_model=32, n_layers=1, n_decoder_layers=1, batch_size=16, flow_steps=4),
         sft_steps=20, finetune_steps=5, critic_hidden=32, critic_steps=20, critic_batch=32, awr_steps=5,
-        awr_batch=16, demo_stride=4, threads=1)))
+        awr_batch=16, demo_stride=4)))
 
 # Two full CoDA rounds on two families on 2 CPU cores (what `make demo` runs with the local LLM). The
 # bootstrap SFT gets enough demonstrations to solve most in-distribution scenes, so rounds meet real
@@ -226,7 +328,7 @@ PRESETS.register("demo", RunConfig(
     learn=LearnConfig(
         policy=ObjectTokenConfig(batch_size=64, flow_steps=8),
         sft_steps=1500, finetune_steps=60, critic_hidden=64, critic_steps=300, critic_batch=64, awr_steps=60,
-        awr_batch=64, demo_stride=2, threads=1)))
+        awr_batch=64, demo_stride=2)))
 
 
 def get_preset(name: str) -> RunConfig:

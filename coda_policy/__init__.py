@@ -18,7 +18,7 @@ _LAZY = {
     "make_config": "coda_policy.registry",
     "load_policy": "coda_policy.registry",
     "policy_names": "coda_policy.registry",
-    "TextEmbedder": "coda_policy.text",
+    "TextEmbedder": "common.text",
     "featurize": "coda_policy.features",
     "collate": "coda_policy.features",
     "NormStats": "coda_policy.normalize",

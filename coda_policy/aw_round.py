@@ -43,10 +43,11 @@ from coda_policy.awr import (
 )
 from coda_policy.critic import ChunkCriticConfig
 from coda_policy.shaping import SHAPING_MODES, ShapingConfig, shape_episodes
+from coda_policy.threads import TRAIN_THREADS
+from common.registry import Registry
 from sim.episode import Episode
 from sim.families import get_family
 from sim.pool import EpisodeJob, EpisodePool
-from sim.registry import Registry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,8 +96,9 @@ class AWRoundConfig:
     select_k: int = 8
     # episode pool workers
     workers: int = 2
-    # torch threads for training in this process (1: with busy cores, 2 threads ran ~10x slower than 1)
-    threads: int = 1
+    # torch threads for training in this process (its own knob, as a separate script; the default and
+    # the measurement behind it: coda_policy.threads.TRAIN_THREADS)
+    threads: int = TRAIN_THREADS
 
     def __post_init__(self) -> None:
         bad = [m for m in self.modes if m not in SHAPING_MODES]

@@ -27,6 +27,7 @@ from torch import Tensor
 from coda_policy.critic import ChunkCritic, ChunkCriticConfig, CriticData, fit_critic
 from coda_policy.features import collate, featurize
 from coda_policy.shaping import ChunkBatch
+from coda_policy.threads import WORKER_THREADS
 from sim.episode import Episode, Observation
 
 POLICY_INPUTS = ("robot", "objects", "object_mask", "text")
@@ -300,8 +301,8 @@ class SeededPolicy:
 
     path: str
     seed: int
-    # torch intra-op threads where the factory is called (pool workers: 1)
-    threads: int = 1
+    # torch intra-op threads where the factory is called (a pool worker; see coda_policy.threads)
+    threads: int = WORKER_THREADS
 
     def __call__(self, scene: Any) -> Any:
         torch.set_num_threads(self.threads)
@@ -316,7 +317,8 @@ class QSelectFactory:
     critic_path: str
     seed: int
     k: int = 8
-    threads: int = 1
+    # torch intra-op threads where the factory is called (a pool worker; see coda_policy.threads)
+    threads: int = WORKER_THREADS
 
     def __call__(self, scene: Any) -> Any:
         torch.set_num_threads(self.threads)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coda_policy.registry import register_config
+from coda_policy.threads import TRAIN_THREADS
 
 
 @register_config("object_token")
@@ -46,9 +47,10 @@ class ObjectTokenConfig:
     batch_size: int = 128
     # seed of parameter init and of `select_action`'s noise
     seed: int = 0
-    # torch intra-op threads for training in the main process (pool workers use 1). 1, not 2: on shared,
-    # oversubscribed cores two OpenMP threads measured 10x slower than one (they spin at every barrier)
-    torch_threads: int = 1
+    # torch intra-op threads for training in the main process — the one setting for that role (pool
+    # workers use `coda_policy.threads.WORKER_THREADS`). 1, not 2: on shared, oversubscribed cores two
+    # OpenMP threads measured 10x slower than one (they spin at every barrier)
+    torch_threads: int = TRAIN_THREADS
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_layers", "n_heads", "chunk", "flow_steps", "batch_size", "max_objects"):

@@ -20,7 +20,7 @@ from torch.utils.data import Dataset
 
 from coda_policy.features import collate, featurize
 from coda_policy.normalize import NormStats
-from coda_policy.text import TextEmbedder, default_embedder
+from common.text import TextEmbedder, default_embedder
 from sim.episode import Episode
 from sim.world import WorldState
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coda_policy.threads import WORKER_THREADS
 from sim.families import get_family
 from sim.pool import EpisodeJob, EpisodePool, EpisodeResult
 from sim.scene import SceneSpec
@@ -25,8 +26,8 @@ class CheckpointPolicy:
     """Policy factory for pool workers: `factory(scene) -> policy callable` from a checkpoint file."""
 
     path: str
-    # torch intra-op threads in the process that calls the factory
-    threads: int = 1
+    # torch intra-op threads in the process that calls the factory (a pool worker; see coda_policy.threads)
+    threads: int = WORKER_THREADS
 
     def load(self) -> Any:
         import torch

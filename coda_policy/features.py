@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from coda_policy.text import DIM as TEXT_DIM
-from coda_policy.text import TextEmbedder, default_embedder
+from common.text import DIM as TEXT_DIM
+from common.text import TextEmbedder, default_embedder
 
 if TYPE_CHECKING:
     from sim.episode import Observation

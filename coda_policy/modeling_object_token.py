@@ -20,8 +20,8 @@ from torch import Tensor, nn
 from coda_policy.configuration_object_token import ObjectTokenConfig
 from coda_policy.features import OBJ_DIM, ROBOT_DIM, collate, featurize
 from coda_policy.normalize import Normalizer, NormStats
-from coda_policy.text import DIM as TEXT_DIM
-from coda_policy.text import TextEmbedder, default_embedder
+from common.text import DIM as TEXT_DIM
+from common.text import TextEmbedder, default_embedder
 
 if TYPE_CHECKING:
     from sim.episode import Observation

@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from sim.registry import Registry
+from common.registry import Registry
 
 
 class PolicyBackend(Protocol):

@@ -25,9 +25,10 @@ from coda_policy.configuration_object_token import ObjectTokenConfig
 from coda_policy.dataset import ChunkDataset, load_episodes
 from coda_policy.evaluate import EvalResult, eval_scenes, evaluate, latency_ms
 from coda_policy.registry import make_policy
+from coda_policy.threads import WORKER_THREADS
+from common.registry import Registry
 from sim.families import get_family
 from sim.pool import EpisodeJob, EpisodePool
-from sim.registry import Registry
 
 POLICY_KEYS = ("robot", "objects", "object_mask", "text", "actions")
 
@@ -268,7 +269,7 @@ def run(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
         policy, dataset, speed, log = fit(cfg, demo_dir, bar)
         ckpt = policy.save(run_dir / "policy" / "round_00.pt")
         evals = evaluate_sets(cfg, ckpt, pool, bar)
-    torch.set_num_threads(1)  # latency as a pool worker sees it
+    torch.set_num_threads(WORKER_THREADS)  # latency as a pool worker sees it
     lat = latency_ms(policy, eval_scenes(cfg.family, [cfg.eval_seed0])[0])
     summary = _summary(cfg, dataset, speed, evals, lat, ckpt) | {"wall_s": round(time.perf_counter() - t0, 1)}
     plot_losses(log, run_dir / "sft_loss.png")

@@ -1,4 +1,4 @@
-"""Chroma embedding function over our offline MiniLM (`coda_policy.text.TextEmbedder`).
+"""Chroma embedding function over our offline MiniLM (`common.text.TextEmbedder`).
 
 Chroma's default embedding function downloads a model, which fails offline, so every collection memory
 opens is given this one. It is registered under `coda_minilm` so a collection reopened by a bare Chroma
@@ -14,7 +14,7 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from coda_policy.text import TextEmbedder, default_embedder
+from common.text import TextEmbedder, default_embedder
 
 
 @register_embedding_function

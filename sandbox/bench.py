@@ -14,9 +14,9 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from common.registry import Registry
 from sandbox.config import PoolConfig
 from sandbox.pool import SandboxPool
-from sim.registry import Registry
 
 TRIVIAL = '''
 from sim.scene import ObjectSpec, Predicate, SceneSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sim.registry import Registry
+from common.registry import Registry
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -40,6 +40,14 @@ class FactorDef(BaseModel):
     ood_range: tuple[float, float] | None = None
     choices: tuple[Any, ...] | None = None
     ood_choices: tuple[Any, ...] | None = None
+    # what the factor moves, as the critic reasons about it ("subject_pos", "target_size", "mass", ...):
+    # its table of which kinds break which phase and the cross-family factor mapping read this
+    kind: str = "other"
+    # the side of the range that makes the task harder (+1 high, −1 low); None: both sides (positions,
+    # yaws, sizes that are hard either way)
+    hard_side: Literal[-1, 1] | None = None
+    # the phases in which `hard_side` holds (a thick peg is hard to insert, not to grasp); None: all
+    hard_phases: tuple[str, ...] | None = None
     doc: str = ""
 
     @model_validator(mode="after")
@@ -57,6 +65,12 @@ class FactorDef(BaseModel):
         if not wider:
             raise ValueError(f"factor {self.name!r}: ood_range must contain range")
         return self
+
+    def hard_side_in(self, phase: str = "") -> int | None:
+        """The hard side of the range in `phase` (None: both sides, or not hard in this phase)."""
+        if self.hard_phases is not None and phase not in self.hard_phases:
+            return None
+        return self.hard_side
 
     @property
     def has_ood(self) -> bool:

@@ -78,7 +78,7 @@ def _baselines(sm, names: set[str], rng: np.random.Generator) -> tuple[str, str]
 def _score(failed: list, gen, truth: set[str], rng: np.random.Generator) -> tuple[list, dict[str, int]]:
     """Rules diagnoses of the failures, and how often each critic named a factor of the true kind."""
     from agents.critic.diagnose import diagnose, summarize_failure
-    from agents.critic.rules import kind_of
+    from programs.factor_space import kind_of
 
     names = {f.name for f in gen.factors}
     hits = {"rules": 0, "most_atypical": 0, "random": 0}

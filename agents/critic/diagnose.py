@@ -8,24 +8,28 @@ that should recreate the failure).
 The LLM's answer is checked against the generation program's factor schema and the family's phases; an
 unknown factor, a phase that does not exist or an edit outside the allowed range raises
 `AnswerError` (an `LLMOutputError`, problem "schema") whose `feedback()` is fed to the next attempt.
-After `CriticConfig.retries` retries the last error is raised; the graph reports the slot as failed.
+After `CriticConfig.retries` retries the last error is raised (the graph passes 0 and retries the episode
+itself, `RunConfig.max_retries` times, then reports it undiagnosed). A rules critic that cannot diagnose
+the episode raises `ProgramRejected`.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agents.critic.factors import reference_schema, scene_context
-from agents.critic.rules import HARD_SIDE, confidence, explain, rank_factors
+from agents.config import CriticConfig
+from agents.critic.factors import scene_context
+from agents.critic.rules import confidence, explain, rank_factors
 from agents.critic.summary import FailureSummary, summarize_failure
 from agents.llm.base import LLM, LLMOutputError
 from memory.types import Diagnosis, EditValue, edit_side
+from programs.errors import ProgramRejected
+from programs.factor_space import reference_schema
 from programs.model import GenerationProgram
 from sim.episode import Episode
 from sim.factors import FactorDef
@@ -33,30 +37,6 @@ from sim.families.base import get_family
 
 PROMPT = "critic_diagnose"
 CriticKind = Literal["rules", "llm"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class CriticConfig:
-    """How diagnoses are made and bounded."""
-
-    # allow edits into a factor's out-of-distribution range (off: edits stay within the family's ID range,
-    # so programs written from diagnoses never train on the held-out OOD values)
-    allow_ood: bool = False
-    # narrowest targeted edit of a number factor, as a share of its ID range (the edit runs from the
-    # failing value out to the range's end on its side, at most half the range wide)
-    band: float = 0.25
-    # extra attempts after an unusable LLM answer (each one sees the previous error)
-    retries: int = 2
-    # keyframe images passed to image-capable models
-    max_keyframes: int = 3
-    # token budget of one critic answer
-    max_tokens: int = 400
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.band <= 1.0:
-            raise ValueError(f"band must be in (0, 1], got {self.band}")
-        if self.retries < 0 or self.max_keyframes < 0:
-            raise ValueError("retries and max_keyframes must be >= 0")
 
 
 class DiagnosisOut(BaseModel):
@@ -117,7 +97,7 @@ def side_of(ref: FactorDef, value: float, position: float) -> int:
     """Which side of the range an edit goes to: the value's, or the hard side for a central value."""
     if abs(position) >= 0.05:
         return 1 if position > 0 else -1
-    return HARD_SIDE.get(ref.name, 1)
+    return ref.hard_side if ref.hard_side is not None else 1
 
 
 def check_value(program: GenerationProgram, name: str, value: Any, allow_ood: bool) -> tuple[Any, str | None]:
@@ -172,8 +152,8 @@ def rules_diagnosis(sm: FailureSummary, program: GenerationProgram,
               if c.reading.type != "choice"
               or c.reading.value in allowed_choices(reference(program, c.reading.name), config.allow_ood)]
     if not ranked:
-        raise ValueError(f"program {program.hash8} shares no editable factor with the scene of "
-                         f"{sm.episode_id}")
+        raise ProgramRejected(f"program {program.hash8} shares no editable factor with the scene of "
+                              f"{sm.episode_id}")
     top = ranked[0]
     r = top.reading
     value = r.value

@@ -12,11 +12,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from programs.factor_space import family_factors
 from sim.factors import FactorDef
 from sim.families.base import get_family
 from sim.scene import SceneSpec
 
 LANGUAGE = ("template", "paraphrase")  # task-group factors that only reword the instruction
+# How a family's `make_scene` refuses factor values it was not written for, which a written program's scene
+# may hold (probed on every family): an invalid size, mass or friction fails the scene model's validation
+# (pydantic's ValidationError, a ValueError), an unknown choice misses its lookup table (KeyError), a value
+# of the wrong type (a string or None for a number) fails arithmetic (TypeError). Anything else is a bug.
+REFUSED = (ValueError, KeyError, TypeError)
 
 
 class FactorReading(BaseModel):
@@ -67,24 +73,6 @@ def read_factor(f: FactorDef, value: Any) -> FactorReading:
                          lo=float(lo), hi=float(hi), position=round(pos, 3), note=note)
 
 
-def family_factors(family: str, fallback: Sequence[FactorDef] = ()) -> tuple[FactorDef, ...]:
-    """The family's registered factor schema (the reference ID ranges); `fallback` for unknown families."""
-    try:
-        return tuple(get_family(family).factors)
-    except KeyError:
-        return tuple(fallback)
-
-
-def reference_schema(family: str, schema: Sequence[FactorDef] = ()) -> tuple[FactorDef, ...]:
-    """The ranges a scene is judged against: the family's registered definition of each factor, the
-    given (program's) definition for factors the family does not know; the family's alone when no
-    schema is given."""
-    fam = {f.name: f for f in family_factors(family)}
-    if not schema:
-        return tuple(fam.values())
-    return tuple(fam.get(f.name, f) for f in schema)
-
-
 def _other(f: FactorDef, value: Any) -> Any:
     """A different value of `f` (for probing whether it matters)."""
     if f.type == "choice":
@@ -121,7 +109,7 @@ class Probe:
         f = self.fam.factor(name)
         try:
             return self.built({**values, name: _other(f, values[name])}) != self.built(values)
-        except Exception:  # noqa: BLE001 - a probe the family refuses: assume it matters
+        except REFUSED:  # values the family's code was not written for: assume the factor matters
             return True
 
     def context(self, name: str) -> dict[str, Any]:

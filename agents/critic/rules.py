@@ -28,31 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from agents.critic.summary import FactorReading, FailureSummary
+from programs.factor_space import hard_side, kind_of
 from sim.builder import ROBOT_BASE
-
-# factor name → kind; (family, name) overrides where one name means different things
-KIND: dict[str, str] = {
-    **dict.fromkeys(("obj_x", "obj_y", "piece_x", "piece_y"), "subject_pos"),
-    **dict.fromkeys(("target_x", "target_y", "container_x", "container_y", "base_x", "base_y"), "target_pos"),
-    **dict.fromkeys(("fix_x", "fix_y"), "fixture_pos"),
-    **dict.fromkeys(("obj_yaw", "piece_yaw"), "subject_yaw"),
-    "base_yaw": "target_yaw", "fix_yaw": "fixture_yaw",
-    **dict.fromkeys(("size", "block_size", "peg_size"), "subject_size"),
-    "shape": "subject_shape", "mass": "mass", "friction": "friction",
-    **dict.fromkeys(("base_size", "hole", "container_size"), "target_size"),
-    "container": "target_kind", "task": "target_kind",
-    **dict.fromkeys(("color", "base_color", "container_color"), "appearance"),
-    **dict.fromkeys(("template", "paraphrase"), "language"),
-    "init_frac": "joint_init", "scale": "fixture_size", "height": "fixture_height",
-    "standoff": "handle_standoff",
-}
-FAMILY_KIND = {("pick_place", "target"): "target_size", ("articulated", "target"): "task_kind",
-               ("articulated", "action"): "task_kind"}
-# the side of a factor's range that makes the task harder (+1 high, −1 low); absent: both sides
-HARD_SIDE = {"friction": -1, "mass": 1, "hole": -1, "peg_size": 1, "base_size": -1, "container_size": -1,
-             "standoff": -1}
-# ... only in these phases (a thick peg is hard to insert, not to grasp)
-HARD_SIDE_PHASES = {"peg_size": {"align", "place", "insert", "release"}}
 
 _R = {  # phase → kind → how plausibly a factor of that kind breaks that phase
     "approach": {"subject_pos": 1.0, "fixture_pos": 1.0, "fixture_yaw": 0.6, "fixture_height": 0.5,
@@ -82,16 +59,9 @@ OTHER = 0.3  # relevance of a kind the phase does not list (and of factors we kn
 BASE = 0.3  # score floor for a typical value: evidence alone can still name a factor
 
 
-def kind_of(family: str, name: str) -> str:
-    """The kind of factor `name` is in `family` ("subject_yaw", "mass", ...; "other" if unknown)."""
-    return FAMILY_KIND.get((family, name)) or KIND.get(name, "other")
-
-
-def hard_atypicality(r: FactorReading, phase: str = "") -> float:
-    """How far the value sits towards the hard side of its range (0 at the centre or on the easy side)."""
-    side = HARD_SIDE.get(r.name)
-    if r.name in HARD_SIDE_PHASES and phase not in HARD_SIDE_PHASES[r.name]:
-        side = None
+def hard_atypicality(r: FactorReading, side: int | None) -> float:
+    """How far the value sits towards the hard side `side` of its range (0 at the centre or on the easy
+    side; both sides count when `side` is None)."""
     p = float(r.position)
     return min(abs(p) if side is None or r.type == "choice" else max(side * p, 0.0), 2.0)
 
@@ -104,13 +74,14 @@ class Candidate:
     kind: str
     relevance: float
     phase: str = ""
+    side: int | None = None  # the hard side of the factor's range in this phase (None: both)
     multiplier: float = 1.0
     reasons: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> float:
         """relevance × (floor + hard-side atypicality) × evidence."""
-        return float(self.relevance * (BASE + hard_atypicality(self.reading, self.phase)) * self.multiplier)
+        return float(self.relevance * (BASE + hard_atypicality(self.reading, self.side)) * self.multiplier)
 
     def boost(self, factor: float, reason: str) -> None:
         """Multiply the evidence by `factor` (> 1) and say why."""
@@ -239,7 +210,8 @@ def rank_factors(sm: FailureSummary, names: set[str] | None = None) -> list[Cand
         if (names is not None and r.name not in names) or not r.live:
             continue
         kind = kind_of(sm.family, r.name)
-        c[r.name] = Candidate(reading=r, kind=kind, relevance=table.get(kind, OTHER), phase=sm.failing_phase)
+        c[r.name] = Candidate(reading=r, kind=kind, relevance=table.get(kind, OTHER), phase=sm.failing_phase,
+                              side=hard_side(sm.family, r.name, sm.failing_phase))
     if sm.subject_kind in ("cylinder", "sphere"):  # a round object looks the same at every yaw
         for x in _by_kind(c, "subject_yaw"):
             x.relevance *= 0.2

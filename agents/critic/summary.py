@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.critic.factors import FactorReading, read_factors, reference_schema
+from agents.critic.factors import FactorReading, read_factors
+from programs.factor_space import reference_schema
 from programs.vocab import bottom, top
 from sim.builder import ROBOT_BASE
 from sim.episode import Episode

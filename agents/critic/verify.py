@@ -28,10 +28,10 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from agents.critic.diagnose import CriticConfig, bounds, reference
-from agents.critic.factors import family_factors, live_under
-from agents.critic.rules import HARD_SIDE, kind_of
+from agents.critic.factors import live_under
 from memory.types import Diagnosis, EditValue, Verdict
 from programs.edits import edit, edit_many
+from programs.factor_space import family_factors, kind_of
 from programs.model import GenerationProgram
 from sandbox.pool import SandboxPool, SandboxTask
 from sim.factors import FactorDef
@@ -162,7 +162,7 @@ def matched_edit(ref: FactorDef, offset: float, width: float, rng: np.random.Gen
         unseen = list(ref.ood_choices or ()) if allow_ood else []
         pool = unseen if offset >= 1.0 and unseen else seen if offset > 0.0 and seen else [ref.default]
         return pool[int(rng.integers(len(pool)))]
-    side = HARD_SIDE.get(ref.name) or (1 if rng.random() < 0.5 else -1)
+    side = ref.hard_side or (1 if rng.random() < 0.5 else -1)
     centre, half = _centre_half(ref)
     lo, hi = bounds(ref, allow_ood)
     mid = centre + side * abs(offset) * half

@@ -7,8 +7,9 @@ compiles it with a checkpointer in the run directory:
 
 Each node is wrapped once: the wrapper reports start/end to the progress display and adds the node's
 cost (wall seconds, LLM calls and tokens from the call log, simulated steps, episodes, sandbox runs) to
-`state["cost"]`. `durability="sync"` writes each checkpoint before the next node starts, so a killed run
-resumes from the last finished node.
+`state["cost"]`. An exception out of a node propagates unchanged (the run stops at the last checkpoint)
+with the node and round added as a note to its traceback. `durability="sync"` writes each checkpoint
+before the next node starts, so a killed run resumes from the last finished node.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from agents.graph import routing
 from agents.graph.deps import Deps
 from agents.graph.nodes import NODES, Node, Summary
+from agents.graph.nodes.work import raised_in
 from agents.graph.state import RoundState
 
 THREAD_ID = "main"  # one thread per run directory
@@ -70,7 +72,8 @@ def instrument(name: str, node: Node, summary: Summary, deps: Deps) -> Any:
         rnd = state.get("round", 0) + (1 if name == "allocate" else 0)
         deps.reporter.node_start(rnd, name)
         meter0, llm0, t0 = deps.meter.snapshot(), _llm_usage(deps), deps.clock()
-        update = dict(node(state, deps))
+        with raised_in(f"node {name!r} of round {rnd}"):
+            update = dict(node(state, deps))
         llm1, meter1 = _llm_usage(deps), deps.meter.snapshot()
         cost = {"wall_s": round(deps.clock() - t0, 3), "llm_calls": llm1[0] - llm0[0],
                 "tokens_in": llm1[1] - llm0[1], "tokens_out": llm1[2] - llm0[2],

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agents.config import RunConfig
+from agents.config import CriticConfig, RunConfig, VerifyTestConfig, WriterConfig
 from agents.graph.rundir import RunDir
 
 # `run_batch(items) -> outcomes`: each item (`agents.critic.verify.BatchItem`: program, factors, seed)
@@ -54,7 +54,9 @@ class Agents(Protocol):
 
     def diagnose(self, episode: Any, program: Any, llm: Any, *, critic: str, episode_id: str,
                  feedback: str | None) -> Any:
-        """A failed episode → `memory.Diagnosis`; malformed LLM output raises `LLMOutputError`."""
+        """A failed episode → `memory.Diagnosis`, in one attempt (the node retries, feeding the previous
+        error back as `feedback`); malformed LLM output raises `LLMOutputError`, a rules critic without an
+        answer `programs.errors.ProgramRejected`."""
         ...
 
     def verify(self, diagnosis: Any, program: Any, run_batch: RunBatch, *, n: int, alpha: float,
@@ -64,13 +66,15 @@ class Agents(Protocol):
 
     def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
                                  round: int, diagnosis: Any = None) -> Any:
-        """A generation program for a difficulty mode, derived from `base`; `feedback` is the error of the
-        previous attempt; `diagnosis` the validated diagnosis the mode came from, when there is one."""
+        """A generation program for a difficulty mode, derived from `base`, in one attempt; `feedback` is
+        the error of the previous attempt; `diagnosis` the validated diagnosis the mode came from, when
+        there is one. Expected failures: see `agents.graph.nodes.work.agent_failures`."""
         ...
 
     def write_training_program(self, diagnosis: Any, base: Any, llm: Any, *, mode_id: str, round: int,
                                demos: Sequence[Any], feedback: str | None) -> Any:
-        """A training program for a diagnosis (refined against `demos` when they disagree)."""
+        """A training program for a diagnosis (refined against `demos` when they disagree), in one
+        attempt."""
         ...
 
 
@@ -120,36 +124,57 @@ class Meter:
 
 
 class HelperAgents:
-    """`Agents` backed by agents.critic and agents.writers (imported on first use)."""
+    """`Agents` backed by agents.critic and agents.writers (imported on first use), configured by the run's
+    `critic`, `writer`, `verify` and `compile` settings (`from_config`; the defaults are `RunConfig`'s)."""
+
+    def __init__(self, *, critic: CriticConfig | None = None, writer: WriterConfig | None = None,
+                 verify: VerifyTestConfig | None = None, agreement_threshold: float | None = None) -> None:
+        defaults = RunConfig()
+        self.critic = critic or defaults.critic
+        self.writer = writer or defaults.writer
+        self.verify_config = verify or defaults.verify
+        self.agreement_threshold = (defaults.compile.agreement_threshold if agreement_threshold is None
+                                    else agreement_threshold)
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> HelperAgents:
+        """The agents as a run configures them."""
+        return cls(critic=config.critic, writer=config.writer, verify=config.verify,
+                   agreement_threshold=config.compile.agreement_threshold)
 
     def diagnose(self, episode: Any, program: Any, llm: Any, *, critic: str, episode_id: str,
                  feedback: str | None) -> Any:
         from agents.critic.diagnose import diagnose
 
-        return diagnose(episode, program, llm, critic=critic, episode_id=episode_id, feedback=feedback)
+        return diagnose(episode, program, llm, critic=critic, config=self.critic, episode_id=episode_id,
+                        feedback=feedback)
 
     def verify(self, diagnosis: Any, program: Any, run_batch: RunBatch, *, n: int, alpha: float,
                rng: Any) -> Any:
         from agents.critic.verify import VerifyConfig, verify
 
-        # a batch of n can only be judged if n episodes may count (VerifyConfig's floor is 4)
-        config = VerifyConfig(alpha=alpha, min_valid=max(1, min(4, n)))
+        v = self.verify_config
+        # a batch of n can only be judged if n episodes may count
+        config = VerifyConfig(alpha=alpha, min_valid=max(1, min(v.min_valid, n)),
+                              control_factor=v.control_factor, control_groups=v.control_groups,
+                              critic=self.critic)
         return verify(diagnosis, program, run_batch, n=n, rng=rng, config=config)
 
     def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
                                  round: int, diagnosis: Any = None) -> Any:
         from agents.writers.generation import write_generation_program
 
-        return write_generation_program(mode, base, llm, feedback, round=round, diagnosis=diagnosis)
+        return write_generation_program(mode, base, llm, feedback, round=round, diagnosis=diagnosis,
+                                        config=self.writer)
 
     def write_training_program(self, diagnosis: Any, base: Any, llm: Any, *, mode_id: str, round: int,
                                demos: Sequence[Any], feedback: str | None) -> Any:
         from agents.writers.training import write_training_program
         from programs.refine import Evidence
 
-        evidence = Evidence(list(demos)) if demos else None
+        evidence = Evidence(list(demos), self.agreement_threshold) if demos else None
         return write_training_program(diagnosis, base, llm, mode_id=mode_id, round=round, evidence=evidence,
-                                      feedback=feedback)
+                                      feedback=feedback, config=self.writer)
 
 
 @dataclass
@@ -203,5 +228,5 @@ def open_deps(config: RunConfig, run_dir: str | Path, *, llm: Any = None, call_l
             started.result()
         ledger = memory.ledger if memory is not None else Ledger(run.memory / "ledger.json")
         yield Deps(config=config, run=run, sandbox=sandbox, episodes=episodes, trainer=trainer,
-                   agents=agents or HelperAgents(), llm=llm, memory=memory, ledger=ledger,
-                   reporter=reporter or QuietReporter(), call_log=call_log)
+                   agents=agents or HelperAgents.from_config(config), llm=llm, memory=memory,
+                   ledger=ledger, reporter=reporter or QuietReporter(), call_log=call_log)

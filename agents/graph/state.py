@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict
 
 SlotStatus = Literal["pending", "generated", "retry", "accepted", "failed"]
+# what a slot's last error was: the writer raised, its program failed the static checks (or is for another
+# family), the program raised in the sandbox on every run, too few of its scenes passed validation
+SlotFailure = Literal["", "writer", "checks", "sandbox", "invalid_scenes"]
 
 
 class Slot(TypedDict):
@@ -24,6 +27,7 @@ class Slot(TypedDict):
     attempts: int  # program versions tried so far
     status: SlotStatus
     error: str  # the last error, fed back verbatim to the writer on a retry
+    failure: SlotFailure  # the kind of the last error ("" none; a failed slot's reason in metrics.jsonl)
     candidates: list[str]  # generated scenes waiting for validation (relative .json paths)
     accepted: list[str]  # accepted training scenes
     held_scenes: list[str]  # accepted measurement scenes
@@ -44,6 +48,7 @@ class RoundState(TypedDict, total=False):
     rollout_failures: int  # rollouts that errored (no episode)
     diagnoses: list[str]  # this round's diagnosis files (diagnoses/round_XX/<id>.json)
     critic_failures: list[str]  # episodes the critic could not diagnose, with the reason
+    unusable_answers: dict[str, int]  # "critic" / "writer" → this round's answers that could not be used
     modes: list[str]  # "<mode>|<family>" validated this round (compile writes their programs)
     mode_programs: dict[str, list[str]]  # "<mode>|<family>" → [generation, training] program paths
     programs: list[str]  # program files written this round
@@ -63,12 +68,12 @@ def new_slot(family: str, mode_id: str, n: int, held: int, *, program: str = "",
              template: str = "", backfill_for: str = "") -> Slot:
     """A pending slot."""
     return Slot(family=family, mode_id=mode_id, n=n, held=held, program=program, train_program=train_program,
-                attempts=0, status="pending", error="", candidates=[], accepted=[], held_scenes=[], demos=[],
-                template=template, backfill_for=backfill_for)
+                attempts=0, status="pending", error="", failure="", candidates=[], accepted=[],
+                held_scenes=[], demos=[], template=template, backfill_for=backfill_for)
 
 
 def initial_state(rounds: int) -> RoundState:
     """What a fresh run starts from."""
     return RoundState(rounds=rounds, node="", round=0, policy="", slots=[], rollouts=[], rollout_failures=0,
-                      diagnoses=[], critic_failures=[], modes=[], mode_programs={}, programs=[], compiled=[],
-                      train_metrics={}, measured={}, metrics={}, cost={})
+                      diagnoses=[], critic_failures=[], unusable_answers={}, modes=[], mode_programs={},
+                      programs=[], compiled=[], train_metrics={}, measured={}, metrics={}, cost={})

@@ -36,9 +36,12 @@ class PolicyTrainer:
         return SeededPolicy(str(policy), seed)
 
     def _threads(self) -> None:
+        """Training runs in the main process: the policy config's `torch_threads` (1, measured; see
+        `ObjectTokenConfig.torch_threads`). Set before every update, since a policy factory called in this
+        process (episodes with workers=0) sets the pool workers' count."""
         import torch
 
-        torch.set_num_threads(self.config.threads)
+        torch.set_num_threads(self.config.policy.torch_threads)
 
     def _dataset(self, demos: Sequence[Path], chunk: int) -> Any:
         from coda_policy.dataset import ChunkDataset

@@ -19,7 +19,7 @@ from typing import Any
 
 import jinja2
 
-from sim.registry import Registry
+from common.registry import Registry
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"  # agents/prompts
 

@@ -24,7 +24,7 @@ from agents.llm.prompts import PromptLibrary
 from agents.llm.recorded import ReplayCompleter
 from agents.llm.rules import RuleFn, RulesLLM
 from agents.llm.store import CallLog, ResponseCache
-from sim.registry import Registry
+from common.registry import Registry
 
 DEFAULT_BACKEND = "local"
 

@@ -27,7 +27,7 @@ from agents.llm.base import (
     sha256_hex,
 )
 from agents.llm.store import CallLog
-from sim.registry import Registry, UnknownNameError
+from common.registry import Registry, UnknownNameError
 
 RuleFn = Callable[[Mapping[str, Any]], BaseModel | Mapping[str, Any]]
 

@@ -2,10 +2,11 @@
 validated diagnosis → a training program (`training.py`); rules templates without an LLM, checked LLM
 answers with one. `base.py` holds what both share."""
 
-from agents.writers.base import WriterConfig, WriterError
+from agents.writers.base import ProgramRejected, WriterConfig, WriterError
 from agents.writers.generation import resolve_factor, write_generation_program
 from agents.writers.training import write_training_program
 
 __all__ = [
-    "WriterConfig", "WriterError", "resolve_factor", "write_generation_program", "write_training_program",
+    "ProgramRejected", "WriterConfig", "WriterError", "resolve_factor", "write_generation_program",
+    "write_training_program",
 ]

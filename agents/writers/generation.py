@@ -20,12 +20,12 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from agents.critic.diagnose import allowed_choices, bounds, check_value, reference
-from agents.critic.rules import kind_of
 from agents.llm.base import LLM, LLMOutputError
-from agents.writers.base import WriterConfig, WriterError
+from agents.writers.base import ProgramRejected, WriterConfig, WriterError
 from memory.types import Diagnosis, DifficultyMode, EditValue
 from programs.checks import check_generation
 from programs.edits import edit_many
+from programs.factor_space import kind_of
 from programs.model import GenerationProgram
 from programs.source import generation_from_source
 from sandbox.policy import check_source
@@ -57,7 +57,7 @@ class GenerationOut(BaseModel):
 def resolve_factor(name: str, program: GenerationProgram, source_family: str | None = None) -> str:
     """`name` if the program has it, else the program's factor of the same kind and suffix (a mode founded
     in another family: `obj_yaw` in pick_place is `piece_yaw` in stack_insert, `target_x` is `base_x`);
-    ValueError if there is none."""
+    `ProgramRejected` if there is none."""
     names = [f.name for f in program.factors]
     if name in names:
         return name
@@ -66,8 +66,8 @@ def resolve_factor(name: str, program: GenerationProgram, source_family: str | N
     suffix = [n for n in same if n.rsplit("_", 1)[-1] == name.rsplit("_", 1)[-1]]  # obj_x → base_x, not _y
     if suffix or len(same) == 1:
         return (suffix or same)[0]
-    raise ValueError(f"the {program.family} program has no factor {name!r} (or one of its kind {kind!r}); "
-                     f"factors: {names}")
+    raise ProgramRejected(f"the {program.family} program has no factor {name!r} (or one of its kind "
+                          f"{kind!r}); factors: {names}")
 
 
 def side_edit(ref: FactorDef, side: str | None, values: Sequence[str], *, band: float,
@@ -79,10 +79,11 @@ def side_edit(ref: FactorDef, side: str | None, values: Sequence[str], *, band: 
         parsed = (json.loads(x) if isinstance(x, str) else x for x in values)
         chosen = tuple(v for v in parsed if v in allowed)
         if not chosen:
-            raise ValueError(f"the mode names no allowed value of choice factor {ref.name!r}: {list(values)}")
+            raise ProgramRejected(f"the mode names no allowed value of choice factor {ref.name!r}: "
+                                  f"{list(values)}")
         return chosen
     if side not in ("low", "high"):
-        raise ValueError(f"factor {ref.name!r}: a mode without a side needs a diagnosis edit")
+        raise ProgramRejected(f"factor {ref.name!r}: a mode without a side needs a diagnosis edit")
     lo, hi = bounds(ref, allow_ood)
     rlo, rhi = ref.range  # type: ignore[misc]
     w = band * (rhi - rlo)
@@ -100,13 +101,13 @@ def back_off(ref: FactorDef, current: FactorDef) -> EditValue:
     """The program's current range of a number factor moved halfway towards the ID range's centre (the
     rules writer's repair when scenes from the hard end fail validation)."""
     if current.type == "choice" or current.range is None or ref.range is None:
-        raise ValueError(f"cannot back off the choice factor {ref.name!r}: the rules writer has no other "
-                         "template for it")
+        raise ProgramRejected(f"cannot back off the choice factor {ref.name!r}: the rules writer has no "
+                              "other template for it")
     lo, hi = current.range
     centre = (ref.range[0] + ref.range[1]) / 2
     shift = (centre - (lo + hi) / 2) / 2
     if abs(shift) < 1e-9:
-        raise ValueError(f"factor {ref.name!r} is already centred; nothing left to back off")
+        raise ProgramRejected(f"factor {ref.name!r} is already centred; nothing left to back off")
     a, b = lo + shift, hi + shift
     return (int(round(a)), int(round(b))) if ref.type == "int" else (float(f"{a:.6g}"), float(f"{b:.6g}"))
 
@@ -247,13 +248,14 @@ def write_generation_program(mode: DifficultyMode, base: GenerationProgram, llm:
                              round: int | None = None, pool: SandboxPool | None = None,
                              config: WriterConfig = WriterConfig()) -> GenerationProgram:
     """A generation program for `mode`, derived from `base` (rules without an LLM). Raises `WriterError`
-    when the LLM's answer (after `config.retries` retries) is unusable or fails the checks."""
+    when the LLM's answer (after `config.retries` retries) is unusable or fails the checks, and
+    `ProgramRejected` when the mode names no factor of this program or the rules have no template for it."""
     if llm is None:
         program = rules_generation(mode, base, diagnosis=diagnosis, round=round, feedback=feedback,
                                    config=config)
         errors = program_errors(program, pool)
-        if errors:  # a template edit of a checked program: a broken base, not a writer mistake
-            raise ValueError("the edited program fails its checks:\n" + "\n".join(errors))
+        if errors:  # a template edit of a checked program: a broken base, reported like a writer failure
+            raise ProgramRejected("the edited program fails its checks:\n" + "\n".join(errors))
         return program
     want = resolve_factor(mode.factor, base, mode.families[0] if mode.families else None)  # before asking
     pins = ({k: v for k, v in diagnosis.edit.items() if k != diagnosis.factor}

@@ -29,16 +29,9 @@ from programs.model import NAME_PATTERN, ROLE_REF, Subgoal, TrainingProgram
 from programs.potential import agreement
 from programs.refine import Evidence, refine
 from programs.vocab import describe
+from sim.families import FAMILIES, get_family
 
 TRAIN_PROMPT = "writer_training"
-
-# diagnosed phase → names of the seed stage that covers it (first found wins; None: the verifier)
-PHASE_STAGE: dict[str, tuple[str, ...] | None] = {
-    "approach": ("reach",), "grasp": ("grasp",), "lift": ("lift",), "transport": ("carry", "align"),
-    "align": ("align", "carry"), "place": None, "insert": None, "release": None, "pull": ("move",),
-    "push": ("move",),
-}
-
 
 def goal_roles(tp: TrainingProgram) -> dict[str, str]:
     """Which role is bound to what: {"subject": role of goal[0].args[0], "target": of args[1], "test":
@@ -96,9 +89,10 @@ def _joint_condition(phase: str, j: str, test: str, level: str) -> tuple[str, st
 def emphasise(tp: TrainingProgram, phase: str) -> tuple[int, Subgoal] | None:
     """(insert position, subgoal) that stages `phase` more finely in `tp`, or None if it cannot."""
     names = [g.name for g in tp.subgoals]
-    if phase not in PHASE_STAGE:
+    table = get_family(tp.family).phase_stages if tp.family in FAMILIES.names() else {}
+    if phase not in table:
         return None
-    stages = PHASE_STAGE[phase]
+    stages = table[phase]
     k = len(names) - 1 if stages is None else next((names.index(n) for n in stages if n in names), None)
     roles = goal_roles(tp)
     if k is None or "subject" not in roles:

@@ -1,28 +1,62 @@
-"""The task-family plugin contract: a factor space (with its out-of-distribution widening), a scene
-builder from factor values, a scripted expert, and phase labelling from predicates.
+"""The task-family plugin contract. A family is a folder `sim/families/<family>/`:
+
+    scene.py    the factor schema (`FACTORS`, each factor with its facts) and `generate(rng, **factors)`,
+                written once in the sandbox-clean subset: it is the family's scene builder *and* its seed
+                generation program (the sandbox runs the same text)
+    train.py    the seed training program (literal assignments only; never imported)
+    family.py   the `TaskFamily` subclass: phases, the scripted expert, phase labelling, registration
+    __init__.py imports family.py (which registers it)
+
+`sim/families/__init__.py` imports every folder; `tests/sim/test_families.py` builds, validates, solves,
+sandboxes and compiles every registered family.
 """
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar
 
 import numpy as np
 
+from common.registry import Registry
 from sim.experts.primitives import ScriptedExpert
 from sim.factors import COLORS, FactorDef, FactorValues  # noqa: F401  (families import them from here)
-from sim.registry import Registry
 from sim.scene import FACTOR_GROUPS, SceneSpec
 from sim.world import WorldState
 
 
+def factor_schema(literal: Sequence[Mapping[str, Any]]) -> tuple[FactorDef, ...]:
+    """The `FactorDef`s of a scene builder's `FACTORS` literal."""
+    return tuple(FactorDef(**d) for d in literal)
+
+
 class TaskFamily(ABC):
-    """A registered task family. Subclasses set `name`, `factors`, `phases` and implement the rest."""
+    """A registered task family. Subclasses set `name`, `builder` (their scene.py module), `factors`
+    (`factor_schema(builder.FACTORS)`), `phases`, `phase_stages`, and implement `expert` and `phase`."""
 
     name: ClassVar[str]
+    builder: ClassVar[ModuleType]  # the folder's scene.py: FACTORS and generate(rng, **factors)
     factors: ClassVar[tuple[FactorDef, ...]]
     phases: ClassVar[tuple[str, ...]]  # canonical order; the last one is "done"
+    # phase → names of the seed training program's stages that cover it (first found wins; None: the
+    # verifier); the rules training writer stages a diagnosed phase more finely there
+    phase_stages: ClassVar[Mapping[str, tuple[str, ...] | None]] = {}
     seed_count: ClassVar[int] = 5
+
+    # ---- the folder ---------------------------------------------------------------------------------
+    @classmethod
+    def folder(cls) -> Path:
+        """The family's folder (`sim/families/<family>/`)."""
+        return Path(inspect.getfile(cls)).parent
+
+    @classmethod
+    def seed_paths(cls) -> tuple[Path, Path]:
+        """(seed generation program = scene builder, seed training program) files."""
+        return Path(inspect.getfile(cls.builder)), cls.folder() / "train.py"
 
     # ---- factors ----------------------------------------------------------------------------------
     @classmethod
@@ -62,9 +96,12 @@ class TaskFamily(ABC):
 
     # ---- scenes ------------------------------------------------------------------------------------
     @classmethod
-    @abstractmethod
     def make_scene(cls, factors: FactorValues, seed: int = 0) -> SceneSpec:
-        """Deterministic: the same factors and seed give the same scene."""
+        """Deterministic: the same factors and seed give the same scene. The scene builder's own
+        `generate` (trusted, hand-written text; LLM-written programs run only in the sandbox), stamped
+        with the seed and the factor values as given."""
+        spec = cls.builder.generate(np.random.default_rng(seed), **cls.flat(factors))
+        return SceneSpec.model_validate({**dict(spec), "seed": seed, "factors": factors})
 
     @classmethod
     def sample_scene(cls, seed: int, ood: bool = False) -> SceneSpec:

@@ -25,7 +25,7 @@ from agents.llm import (
     RulesLLM,
     make_llm,
 )
-from sim.registry import UnknownNameError
+from common.registry import UnknownNameError
 
 
 def test_the_four_backends_are_registered_and_typos_get_a_suggestion() -> None:

@@ -142,7 +142,7 @@ def test_select_scenes_keeps_failures_and_some_solved() -> None:
 
 def test_round_config_and_summary() -> None:
     from coda_policy.aw_round import config_from_args, summarise
-    from sim.registry import UnknownNameError
+    from common.registry import UnknownNameError
 
     cfg = config_from_args(["--preset", "smoke", "--mode", "sparse,frozen_actor", "--seeds", "0,1",
                             "--awr-steps", "7", "--beta", "0.5"])

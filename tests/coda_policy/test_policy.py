@@ -13,9 +13,9 @@ import torch
 
 from coda_policy.dataset import ChunkDataset
 from coda_policy.registry import load_policy, make_config, make_policy, policy_names
+from common.registry import UnknownNameError
 from sim.episode import Episode, make_observation, run_episode
 from sim.families import get_family
-from sim.registry import UnknownNameError
 
 SMALL = {"d_model": 32, "n_layers": 1, "n_decoder_layers": 1, "n_heads": 2, "batch_size": 8}
 

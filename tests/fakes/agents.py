@@ -10,6 +10,7 @@ from typing import Any
 
 from memory.types import Diagnosis, Verdict
 from programs.edits import edit
+from programs.errors import ProgramRejected
 from programs.model import TrainingProgram
 
 
@@ -21,7 +22,7 @@ class ScriptedAgents:
                  bad_factor: str = "obj_x", bad_value: Any = 0.6) -> None:
         self.status, self.factor, self.band = status, factor, band
         self.bad_programs = bad_programs  # first n generation programs pin `bad_factor` to `bad_value`
-        self.writer_errors = writer_errors  # first n generation-writer calls raise
+        self.writer_errors = writer_errors  # first n generation-writer calls raise (an expected failure)
         self.bad_factor, self.bad_value = bad_factor, bad_value
         self.calls: list[tuple[str, Any]] = []
         self.generation_diagnoses: list[Any] = []  # the `diagnosis` each generation-writer call was given
@@ -52,7 +53,7 @@ class ScriptedAgents:
         self.generation_diagnoses.append(diagnosis)
         if self.writer_errors > 0:
             self.writer_errors -= 1
-            raise ValueError("scripted writer failure")
+            raise ProgramRejected("scripted writer failure")
         if self.bad_programs > 0:
             self.bad_programs -= 1
             return edit(base, self.bad_factor, self.bad_value, mode_id=mode.id, round=round)

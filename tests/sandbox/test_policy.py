@@ -6,9 +6,9 @@ import ast
 
 import pytest
 
+from common.registry import UnknownNameError
 from sandbox import SandboxLimits, SandboxResult, check_source, find_violations, get_preset
 from sandbox.policy import GUARD_NAME, attr_allowed, guard_tree
-from sim.registry import UnknownNameError
 from tests.sandbox.programs import OK_PROGRAM
 
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from common.registry import Registry, UnknownNameError
 from sim.env import SimEnv
 from sim.families import FAMILIES, get_family
 from sim.predicates import dist, grasped, in_contact, lifted, on
-from sim.registry import Registry, UnknownNameError
 from sim.scene import ObjectSpec, Predicate, SceneSpec
 
 

@@ -14,8 +14,8 @@ from sim.scene import FACTOR_GROUPS
 NAMES = FAMILIES.names()
 
 
-def test_all_four_families_are_registered():
-    assert {"pick_place", "articulated", "put_inside", "stack_insert"} <= set(NAMES)
+def test_all_five_families_are_registered():
+    assert {"pick_place", "articulated", "put_inside", "stack_insert", "push"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -57,3 +57,72 @@ def test_expert_solves_seed_scenes(name):
         assert ep.success, f"{name} seed {spec.seed}: failed in phase {ep.failing_phase}"
         assert ep.phases[-1] == "done" and ep.failing_phase is None
         assert set(ep.phases) <= set(fam.phases)
+
+
+# ---- a family is a folder: everything one folder declares works end to end ---------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_family_folder_holds_scene_builder_training_program_and_phase_table(name):
+    fam = get_family(name)
+    gen_path, train_path = fam.seed_paths()
+    assert gen_path.parent == train_path.parent == fam.folder() and fam.folder().name == name
+    assert fam.phases[-1] == "done" and set(fam.phase_stages) <= set(fam.phases)
+    for f in fam.factors:  # every factor carries its own facts
+        assert f.kind != "other", f"{name}.{f.name}: no kind"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_seed_scenes_pass_every_validity_check(name):
+    from sim.validity import check_scene
+
+    fam = get_family(name)
+    for spec in fam.seed_scenes()[:2]:
+        report = check_scene(spec)
+        assert report.ok, f"{name} seed {spec.seed}: {report.message}"
+        assert report.demo is not None and report.demo.success
+
+
+@pytest.mark.integration
+def test_every_family_scene_builder_runs_in_the_sandbox_and_equals_make_scene():
+    from programs.seeds import seed_library
+    from sandbox import PoolConfig, SandboxPool
+
+    lib = seed_library()
+    assert set(lib) == set(NAMES)
+    with SandboxPool(PoolConfig(workers=1)) as pool:
+        for name in NAMES:
+            fam, (gen, _) = get_family(name), lib[name]
+            assert gen.factors == fam.factors
+            for ood in (False, True):
+                values = fam.sample_factors(np.random.default_rng([3, int(ood)]), ood)
+                result = pool.run(gen.source, fam.flat(values), seed=0)
+                assert result.ok, f"{name}: {result.error}"
+                assert result.scenes[0] == fam.make_scene(values, seed=0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_seed_training_program_compiles_and_agrees_with_the_expert(name):
+    from programs.checks import check_training
+    from programs.potential import agreement, compile_potential
+    from programs.seeds import seed_library
+
+    fam, (_, tp) = get_family(name), seed_library()[name]
+    demos = []
+    for spec in fam.seed_scenes()[:2]:
+        assert check_training(tp, spec) == []
+        assert compile_potential(tp, spec).m == tp.m
+        demos.append(run_episode(spec))
+    assert agreement(tp, demos) >= 0.9
+
+
+def test_copied_fixture_constants_match_the_simulator():
+    """Scene builders run in the sandbox, which cannot import `sim.fixtures`: the numbers they copy must
+    agree with it."""
+    from sim.families.articulated import scene as art
+    from sim.families.put_inside import scene as put
+    from sim.fixtures import DEFAULTS
+
+    for kind, (width, depth) in art.BASE_SIZE.items():
+        assert (width, depth) == (DEFAULTS[kind]["width"], DEFAULTS[kind]["depth"])
+    cab = DEFAULTS["cabinet"]
+    assert (cab["depth"], cab["travel"], cab["wall"]) == (put.CAB_DEPTH, put.CAB_TRAVEL, put.CAB_WALL)
+    assert DEFAULTS["bin"]["wall"] == put.BIN_WALL

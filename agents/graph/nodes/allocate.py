@@ -182,8 +182,9 @@ def allocate(state: RoundState, deps: Deps) -> dict[str, Any]:
     for s in slots:
         if s["program"] and s["mode_id"] != "seed":
             mode_programs[f"{s['mode_id']}|{s['family']}"] = [s["program"], s["train_program"]]
-    fresh = {"rollouts": [], "rollout_failures": 0, "diagnoses": [], "critic_failures": [], "modes": [],
-             "programs": [], "compiled": [], "train_metrics": {}, "measured": {}, "cost": {}}
+    fresh = {"rollouts": [], "rollout_failures": 0, "diagnoses": [], "critic_failures": [],
+             "unusable_answers": {}, "modes": [], "programs": [], "compiled": [], "train_metrics": {},
+             "measured": {}, "cost": {}}
     return {"round": round, "slots": slots, "mode_programs": mode_programs, **fresh}
 
 

@@ -3,8 +3,10 @@ targeted-edit batch against a control batch (DESIGN §5.5–5.6).
 
 A diagnosis file per episode, diagnoses/round_XX/<episode>.json, holds the diagnosis, the episode and the
 program it came from, and — after `verify` — the verdict; a re-run node skips episodes already done.
-Malformed, truncated or schema-violating critic output is retried with the error appended, at most
-`max_retries` times; then the episode is reported undiagnosed and the round goes on.
+Malformed, truncated or schema-violating critic output (or a rules critic without an answer) is retried
+with the error appended, at most `max_retries` times — at most 1 + max_retries LLM calls per episode, this
+being the only retry loop; then the episode is reported undiagnosed and the round goes on. Anything else
+the critic raises stops the run, naming the episode.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 from agents.graph.deps import Deps
 from agents.graph.nodes.arms import load_program
 from agents.graph.nodes.rollout import outcomes, scene_id
-from agents.graph.nodes.work import error_text, stable_seed
+from agents.graph.nodes.work import agent_failures, error_text, raised_in, stable_seed
 from agents.graph.rundir import read_json, write_json
 from agents.graph.state import RoundState, Slot, slot_key
 
@@ -40,42 +42,41 @@ def _failed_train_episodes(deps: Deps, state: RoundState) -> list[tuple[Slot, st
 
 
 def _diagnose_one(deps: Deps, slot: Slot, episode_path: str) -> tuple[Any | None, list[str]]:
-    """The critic on one episode with bounded retries; (diagnosis or None, the errors seen)."""
+    """The critic on one episode, at most 1 + max_retries calls (one LLM call each: the critic's own
+    retries are 0), each fed the previous call's error; (diagnosis or None, the errors seen). Only an
+    expected failure (`agent_failures`) is retried: a backend that cannot answer (or a replay miss) stops
+    the run to be resumed later, and a bug stops it too."""
     from sim.episode import Episode
 
     episode = Episode.load(deps.run.abs(episode_path))
     program = load_program(deps, slot["program"])
+    expected = agent_failures()
     errors: list[str] = []
     for _ in range(deps.config.max_retries + 1):
         try:
             return deps.agents.diagnose(episode, program, deps.llm, critic=deps.config.critic_kind,
                                         episode_id=Path(episode_path).stem,
                                         feedback=errors[-1] if errors else None), errors
-        except (ValueError, KeyError, TypeError) as e:  # LLMOutputError is a RuntimeError: caught below
-            errors.append(error_text(e))
-        except RuntimeError as e:
-            if not _is_output_error(e):
-                raise  # a backend that cannot answer (or a replay miss) stops the run: resume later
+        except expected as e:
             errors.append(error_text(e))
     return None, errors
 
 
-def _is_output_error(e: Exception) -> bool:
-    from agents.llm import LLMOutputError
-
-    return isinstance(e, LLMOutputError)
-
-
 def diagnose(state: RoundState, deps: Deps) -> dict[str, Any]:
-    """Diagnose failed training rollouts; write one file per episode."""
+    """Diagnose failed training rollouts; write one file per episode; count the critic's unusable answers."""
     d = deps.run.round_dir("diagnoses", state["round"])
     todo = _failed_train_episodes(deps, state)
     tick = deps.reporter.progress("diagnose: episodes", len(todo))
     files, failures = [], list(state.get("critic_failures", []))
+    unusable = dict(state.get("unusable_answers", {}))
     for slot, ep in todo:
         path = d / f"{Path(ep).stem}.json"
-        if not path.exists():
-            dx, errors = _diagnose_one(deps, slot, ep)
+        if path.exists():  # diagnosed before a crash: its unusable answers are on file
+            unusable["critic"] = unusable.get("critic", 0) + read_json(path).get("retries", 0)
+        else:
+            with raised_in(f"diagnose: episode {ep} of slot {slot_key(slot)}"):
+                dx, errors = _diagnose_one(deps, slot, ep)
+            unusable["critic"] = unusable.get("critic", 0) + len(errors)
             if dx is None:
                 failures.append(f"{ep}: critic failed {len(errors)}× — last: {errors[-1][:300]}")
                 tick(None)
@@ -85,7 +86,7 @@ def diagnose(state: RoundState, deps: Deps) -> dict[str, Any]:
                               "retries": len(errors), "verdict": None})
         files.append(deps.run.rel(path))
         tick(None)
-    return {"diagnoses": files, "critic_failures": failures}
+    return {"diagnoses": files, "critic_failures": failures, "unusable_answers": unusable}
 
 
 def make_run_batch(deps: Deps, state: RoundState, tag: str) -> Any:

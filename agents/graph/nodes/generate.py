@@ -2,11 +2,13 @@
 
 A slot's program runs in the sandbox on factors drawn from its schema; the scenes then face the validity
 checks (overlap, settling, reach, the scripted expert solves it — whose trajectory becomes a
-demonstration). When the writer's program fails its static checks, raises in the sandbox, or yields too
-few valid scenes, the exact error goes back to the writer (routing loops validate → generate) at most
-`max_retries` times; then the slot is reported failed and the shortfall is made up from the family's seed
-program so every method keeps the same generation budget. Methods without a writer retry the same
-program with fresh seeds. Accepted scenes are never dropped by a retry.
+demonstration). When the writer fails (an expected failure: `agent_failures`), its program fails its
+static checks, raises in the sandbox, or yields too few valid scenes, the exact error goes back to the
+writer (routing loops validate → generate) at most `max_retries` times — at most 1 + max_retries writer (so
+LLM) calls per slot, this being the only retry loop; then the slot is reported failed, with the kind of its
+last error, and the shortfall is made up from the family's seed program so every method keeps the same
+generation budget. Methods without a writer retry the same program with fresh seeds. Accepted scenes are
+never dropped by a retry. Anything else a writer raises is a bug: it stops the run, naming the slot.
 """
 
 from __future__ import annotations
@@ -25,14 +27,14 @@ from agents.graph.nodes.arms import (
     seed_programs,
     static_errors,
 )
-from agents.graph.nodes.work import error_text, generate_scenes, validate_scenes
-from agents.graph.state import RoundState, Slot, new_slot
+from agents.graph.nodes.work import agent_failures, error_text, generate_scenes, raised_in, validate_scenes
+from agents.graph.state import RoundState, Slot, SlotFailure, new_slot, slot_key
 
 TEMPLATE_MODES = ("seed", "dr")  # arms whose programs are made from templates, never by the writer
 
 
-def _retry_or_fail(slot: Slot, error: str, max_retries: int) -> None:
-    slot["error"] = error
+def _retry_or_fail(slot: Slot, error: str, failure: SlotFailure, max_retries: int) -> None:
+    slot["error"], slot["failure"] = error, failure
     slot["status"] = "failed" if slot["attempts"] > max_retries else "retry"
 
 
@@ -50,32 +52,34 @@ def load_mode(deps: Deps, mode_id: str) -> Any:
     return DifficultyMode.model_validate_json((deps.run.dir("modes") / f"{mode_id}.json").read_text())
 
 
-def _write(deps: Deps, slot: Slot, round: int) -> tuple[Any | None, str]:
+def _write(deps: Deps, slot: Slot, round: int) -> tuple[Any | None, str, SlotFailure]:
     """Ask the writer for the slot's program, from the family's seed program and the mode; on a retry the
-    feedback is the failing program's exact error. Returns (program, "") or (None, the error)."""
+    feedback is the failing program's exact error. Returns (program, "", "") or (None, the error, its
+    kind); only an expected writer failure (`agent_failures`) is caught."""
     base = seed_generation(slot["family"])
     feedback = slot["error"] or None
+    mode = load_mode(deps, slot["mode_id"])  # a mode that cannot be loaded is a bug, not the writer's failure
     try:
-        mode = load_mode(deps, slot["mode_id"])
         program = deps.agents.write_generation_program(mode, base, deps.llm, feedback, round=round)
-    except Exception as e:  # noqa: BLE001 - malformed LLM output, bad edits, ...: the writer's failure
-        return None, f"the writer failed: {error_text(e)}"
+    except agent_failures() as e:  # malformed LLM output, no template for the mode, ...: the writer's failure
+        return None, f"the writer failed: {error_text(e)}", "writer"
     if program.family != slot["family"]:
-        return None, f"the program is for family {program.family!r}, not {slot['family']!r}"
+        return None, f"the program is for family {program.family!r}, not {slot['family']!r}", "checks"
     error = static_errors(program)
-    return (None, f"static checks failed:\n{error}") if error else (program, "")
+    return (None, f"static checks failed:\n{error}", "checks") if error else (program, "", "")
 
 
-def _attempt(deps: Deps, slot: Slot, round: int, written: list[str]) -> None:
-    """One attempt of one slot: (re)write its program if needed, then generate candidate scenes."""
+def _attempt(deps: Deps, slot: Slot, round: int, written: list[str]) -> int:
+    """One attempt of one slot: (re)write its program if needed, then generate candidate scenes. Returns
+    the writer answers it could not use (0 or 1)."""
     cfg = deps.config
     needs_program = not slot["program"] or (slot["status"] == "retry" and _uses_writer(deps, slot))
     slot["attempts"] += 1
     if needs_program:
-        program, error = _write(deps, slot, round)
+        program, error, failure = _write(deps, slot, round)
         if program is None:
-            _retry_or_fail(slot, error, cfg.max_retries)
-            return
+            _retry_or_fail(slot, error, failure, cfg.max_retries)
+            return 1
         slot["program"] = save_program(deps, program, round)
         written.append(slot["program"])
         if slot["template"] and deps.memory is not None:
@@ -85,22 +89,26 @@ def _attempt(deps: Deps, slot: Slot, round: int, written: list[str]) -> None:
     got = generate_scenes(deps, program, math.ceil(need * cfg.oversample), round=round, tag=slot["mode_id"],
                           attempt=slot["attempts"])
     if not got.scenes:
-        _retry_or_fail(slot, f"generate() failed on every run; first error: {got.errors[0]}", cfg.max_retries)
-        return
-    slot["candidates"], slot["status"], slot["error"] = got.scenes, "generated", ""
+        _retry_or_fail(slot, f"generate() failed on every run; first error: {got.errors[0]}", "sandbox",
+                       cfg.max_retries)
+        return 0
+    slot["candidates"], slot["status"], slot["error"], slot["failure"] = got.scenes, "generated", "", ""
+    return 0
 
 
 def generate(state: RoundState, deps: Deps) -> dict[str, Any]:
-    """Programs → candidate scenes for every pending or retrying slot."""
+    """Programs → candidate scenes for every pending or retrying slot; count the writer's unusable answers."""
     round = state["round"]
     slots: list[Slot] = copy.deepcopy(state["slots"])  # a node never mutates its input
     written = list(state.get("programs", []))
+    unusable = dict(state.get("unusable_answers", {}))
     todo = [s for s in slots if s["status"] in ("pending", "retry")]
     tick = deps.reporter.progress("generate: slots", len(todo))
     for slot in todo:
-        _attempt(deps, slot, round, written)
+        with raised_in(f"generate: slot {slot_key(slot)} (attempt {slot['attempts'] + 1})"):
+            unusable["writer"] = unusable.get("writer", 0) + _attempt(deps, slot, round, written)
         tick(None)
-    return {"slots": slots, "programs": list(dict.fromkeys(written))}
+    return {"slots": slots, "programs": list(dict.fromkeys(written)), "unusable_answers": unusable}
 
 
 def _rejections(rows: list[dict[str, Any]]) -> str:
@@ -149,9 +157,9 @@ def validate(state: RoundState, deps: Deps) -> dict[str, Any]:
         _accept(slot, rows)
         slot["candidates"] = []
         if len(slot["accepted"]) >= slot["n"] and len(slot["held_scenes"]) >= slot["held"]:
-            slot["status"], slot["error"] = "accepted", ""
+            slot["status"], slot["error"], slot["failure"] = "accepted", "", ""
         else:
-            _retry_or_fail(slot, _rejections(rows), cfg.max_retries)
+            _retry_or_fail(slot, _rejections(rows), "invalid_scenes", cfg.max_retries)
     # a slot that failed here or in `generate` (writer, checks, sandbox) hands its shortfall to the seed
     filled = {(s["family"], s["backfill_for"]) for s in slots if s["backfill_for"]}
     extra = [fill for s in slots if s["status"] == "failed" and (s["family"], s["mode_id"]) not in filled

@@ -7,7 +7,9 @@ critic-no-memory baseline) a validated diagnosis becomes a mode of this round on
 `compile` turns each validated (mode, family) into its two programs: a training program (Text2potential:
 written, checked, agreement with the round's expert demos, refined below the threshold) and a generation
 program that recreates the difficulty. With memory, the pair is indexed by mode for every later round and
-every family that shares the factor.
+every family that shares the factor. Each program is written with at most 1 + max_retries writer (so LLM)
+calls, each fed the previous error — the only retry loop; an unexpected exception from a writer stops the
+run, naming the (mode, family).
 """
 
 from __future__ import annotations
@@ -18,12 +20,9 @@ from typing import Any
 from agents.graph.deps import Deps
 from agents.graph.nodes.arms import save_program, seed_generation, seed_training, static_errors
 from agents.graph.nodes.rollout import outcomes, scene_id
-from agents.graph.nodes.work import error_text
+from agents.graph.nodes.work import agent_failures, error_text, raised_in
 from agents.graph.rundir import read_json, write_json
 from agents.graph.state import RoundState
-
-AGREEMENT_THRESHOLD = 0.9  # a training program below this agreement with expert demos is refined
-MAX_DEMOS = 10  # demonstrations an agreement check reads
 
 
 def _records(deps: Deps, state: RoundState) -> list[tuple[str, dict[str, Any]]]:
@@ -85,12 +84,14 @@ def remember(state: RoundState, deps: Deps) -> dict[str, Any]:
 
 
 def _with_retries(deps: Deps, make: Any) -> tuple[Any | None, list[str]]:
-    """`make(feedback)` at most 1 + max_retries times until it returns a program without errors."""
+    """`make(feedback)` (one writer call) at most 1 + max_retries times until it returns a program without
+    errors; an expected writer failure (`agent_failures`) counts as an error and is fed back."""
+    expected = agent_failures()
     errors: list[str] = []
     for _ in range(deps.config.max_retries + 1):
         try:
             program, problem = make(errors[-1] if errors else None)
-        except Exception as e:  # noqa: BLE001 - any writer failure is retried, then reported
+        except expected as e:  # unusable LLM output, no template, a program failing its checks
             program, problem = None, error_text(e)
         if program is not None and not problem:
             return program, errors
@@ -119,10 +120,11 @@ def _training_program(deps: Deps, dx: Any, family: str, mode_id: str, round: int
                                              "diagnosis": f"writer failed: {errors[-1][:500]}"})
         info["fallback"] = "seed training program"
     tp = TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "mode_id": mode_id, "round": round})
+    threshold = deps.config.compile.agreement_threshold
     if demos:
         info["agreement"] = round_(agreement(tp, demos))
-        if info["agreement"] < AGREEMENT_THRESHOLD:
-            tp = refine(tp, Evidence(demos, AGREEMENT_THRESHOLD, note=dx.text()))
+        if info["agreement"] < threshold:
+            tp = refine(tp, Evidence(demos, threshold, note=dx.text()))
             info["agreement_refined"] = round_(agreement(tp, demos))
     return tp, info
 
@@ -146,7 +148,8 @@ def _generation_program(deps: Deps, mode: Any, family: str, round: int,
 def _family_demos(deps: Deps, state: RoundState, family: str) -> list[Any]:
     from sim.episode import Episode
 
-    paths = [d for s in state["slots"] if s["family"] == family for d in s["demos"]][:MAX_DEMOS]
+    paths = [d for s in state["slots"] if s["family"] == family for d in s["demos"]]
+    paths = paths[:deps.config.compile.max_demos]
     return [Episode.load(deps.run.abs(p)) for p in paths]
 
 
@@ -159,13 +162,15 @@ def _has_programs(deps: Deps, mode_programs: Mapping[str, list[str]], mode_id: s
 
 
 def compile(state: RoundState, deps: Deps) -> dict[str, Any]:
-    """A (generation, training) program pair for each validated (mode, family) that has none yet."""
+    """A (generation, training) program pair for each validated (mode, family) that has none yet; the
+    writer's unusable answers are counted."""
     from agents.graph.nodes.generate import load_mode
     from memory.types import Diagnosis
 
     r = state["round"]
     mode_programs = dict(state.get("mode_programs", {}))
     written, report = list(state.get("programs", [])), []
+    unusable = dict(state.get("unusable_answers", {}))
     recs = [rec for _, rec in _records(deps, state) if rec.get("mode_id")]
     for key in state.get("modes", []):
         mode_id, family = key.split("|")
@@ -173,9 +178,11 @@ def compile(state: RoundState, deps: Deps) -> dict[str, Any]:
             continue  # procedural memory already holds this family's programs for the mode
         dx = Diagnosis.model_validate(next(rec for rec in recs if rec["mode_id"] == mode_id
                                            and rec["family"] == family)["diagnosis"])
-        tp, info = _training_program(deps, dx, family, mode_id, r, _family_demos(deps, state, family))
-        train_rel = save_program(deps, tp, r)
-        gen, gen_errors = _generation_program(deps, load_mode(deps, mode_id), family, r, dx)
+        with raised_in(f"compile: mode {mode_id} of family {family}"):
+            tp, info = _training_program(deps, dx, family, mode_id, r, _family_demos(deps, state, family))
+            train_rel = save_program(deps, tp, r)
+            gen, gen_errors = _generation_program(deps, load_mode(deps, mode_id), family, r, dx)
+        unusable["writer"] = unusable.get("writer", 0) + info["writer_errors"] + len(gen_errors)
         gen_rel = save_program(deps, gen, r) if gen is not None else ""
         info.update(mode=mode_id, family=family, generation_errors=len(gen_errors), generation=gen_rel,
                     training=train_rel)
@@ -185,7 +192,8 @@ def compile(state: RoundState, deps: Deps) -> dict[str, Any]:
             deps.memory.add_programs(mode_id, gen.id, tp.id, family,
                                      (gen_rel[:-5] + ".py", train_rel[:-5] + ".py"), round=r)
         report.append(info)
-    return {"mode_programs": mode_programs, "programs": list(dict.fromkeys(written)), "compiled": report}
+    return {"mode_programs": mode_programs, "programs": list(dict.fromkeys(written)), "compiled": report,
+            "unusable_answers": unusable}
 
 
 def summary_remember(update: Mapping[str, Any]) -> str:

@@ -15,6 +15,7 @@ from agents.graph.rundir import append_metrics
 from agents.graph.state import RoundState
 
 COST_KEYS = ("wall_s", "llm_calls", "tokens_in", "tokens_out", "sim_steps", "episodes", "sandbox_runs")
+FALLBACK_REASONS = ("writer", "checks", "sandbox", "invalid_scenes")  # `agents.graph.state.SlotFailure`
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -32,6 +33,28 @@ def _generation(state: RoundState) -> dict[str, Any]:
             "backfilled": sum(s["n"] for s in slots if s["backfill_for"]),
             "retries": sum(max(0, s["attempts"] - 1) for s in slots),
             "arms": [f"{s['mode_id']}|{s['family']}×{s['n']}" for s in slots]}
+
+
+def _fallbacks(state: RoundState) -> dict[str, Any]:
+    """Generation slots whose share of the budget went to the seed distribution (a back-fill slot made up
+    their shortfall), counted by the kind of their last error; and compiled modes whose training program
+    fell back to the family's seed program. Nonzero counts mean the round ran partly as the seed
+    baseline."""
+    slots = state.get("slots", [])
+    filled = {(s["family"], s["backfill_for"]) for s in slots if s["backfill_for"]}
+    fell = [s for s in slots if s["status"] == "failed" and (s["family"], s["mode_id"]) in filled]
+    reasons = dict.fromkeys(FALLBACK_REASONS, 0)
+    for s in fell:
+        why = s.get("failure") or "unknown"  # a slot from a checkpoint written before the key existed
+        reasons[why] = reasons.get(why, 0) + 1
+    return {"slots": len(fell), "reasons": reasons,
+            "training_programs": sum(1 for c in state.get("compiled", []) if c.get("fallback"))}
+
+
+def _unusable(state: RoundState) -> dict[str, int]:
+    """Critic and writer answers (LLM answers, or a rules agent's "no answer") that could not be used."""
+    counts = state.get("unusable_answers", {})
+    return {"critic": counts.get("critic", 0), "writer": counts.get("writer", 0)}
 
 
 def _rollouts(deps: Deps, state: RoundState) -> dict[str, Any]:
@@ -77,7 +100,8 @@ def round_row(state: RoundState, deps: Deps) -> dict[str, Any]:
         "cost": state.get("cost", {}), "cost_total": cost_total(state.get("cost", {})),
     }
     if row["round"] > 0:
-        row.update(generation=_generation(state), **_rollouts(deps, state), critic=_critic(deps, state))
+        row.update(generation=_generation(state), **_rollouts(deps, state), critic=_critic(deps, state),
+                   fallbacks=_fallbacks(state), unusable_answers=_unusable(state))
     return row
 
 

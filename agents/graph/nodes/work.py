@@ -5,9 +5,10 @@ that already exists is reused — which is what makes a re-run node (after `--re
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,33 @@ def error_text(e: Exception) -> str:
     """An exception as the text fed back to an agent: an LLM output error's own feedback, else its message."""
     fb = getattr(e, "feedback", None)
     return f"{type(e).__name__}: {fb() if callable(fb) else e}"
+
+
+@contextlib.contextmanager
+def raised_in(where: str) -> Iterator[None]:
+    """Any exception raised inside gets `where` (a slot, an episode, a node) as a note on its traceback and
+    propagates unchanged: the run stops, saying what it was working on."""
+    try:
+        yield
+    except Exception as e:
+        e.add_note(f"raised in {where}")
+        raise
+
+
+def agent_failures() -> tuple[type[Exception], ...]:
+    """What a critic or writer call is expected to raise, which its node retries (with the error fed back)
+    and then reports or back-fills: unusable LLM output (`LLMOutputError`: `AnswerError`, `WriterError`,
+    parse and truncation errors), a rules agent without an answer (`ProgramRejected`), and a written
+    program that fails its checks (`ProgramCheckError`, `ExprError`, or `PotentialError` when its
+    expressions fail on a demonstration). Anything else — a backend that cannot answer, a bug — propagates
+    and stops the run."""
+    from agents.llm.base import LLMOutputError
+    from programs.checks import ProgramCheckError
+    from programs.errors import ProgramRejected
+    from programs.expr import ExprError
+    from programs.potential import PotentialError
+
+    return (LLMOutputError, ProgramRejected, ProgramCheckError, ExprError, PotentialError)
 
 
 @dataclass(frozen=True)

@@ -14,77 +14,18 @@ import numpy as np
 
 from sim.builder import ROBOT_BASE, ROBOT_INIT_QPOS
 from sim.experts.primitives import CLOSE, Primitive, ScriptedExpert, ee_yaw, rot_z
-from sim.families.base import COLORS, FAMILIES, FactorDef, FactorValues, TaskFamily
+from sim.families.articulated import scene
+from sim.families.base import FAMILIES, TaskFamily, factor_schema
 from sim.fixtures import params as fixture_params
 from sim.predicates import goal_reached, grasped, open_frac
-from sim.scene import FixtureSpec, Predicate, SceneSpec
+from sim.scene import FixtureSpec, SceneSpec
 from sim.world import WorldState
 
-OPENED, CLOSED = 0.75, 0.1  # goal thresholds (open fraction)
 OPEN_UNTIL, CLOSE_UNTIL = 0.9, 0.03  # the expert drags past the goal threshold by this much
 PRE = 0.0  # pre-grasp gripper command: half open (4 cm), so the inner finger fits between bar and face
 NEAR = 0.025  # grip site this close to the handle counts as "at the handle" (m)
 ABOVE = 0.08  # approach height above the handle (m)
 LEAD = 0.2  # rad the door-swing target runs ahead of the handle along its arc
-
-# target factor → (fixture kind = fixture name, joint, words); drawer0 is on the robot's right (−y)
-TARGETS = {"drawer0": ("cabinet", "drawer0", "right drawer"),
-           "drawer1": ("cabinet", "drawer1", "left drawer"),
-           "door": ("door", "door", "door")}
-TEMPLATES = ("{verb} the {what}", "{verb} the {what} of the {color} cabinet", "please {verb} the {what}")
-PARAPHRASES = {
-    "open": ("pull the {what} open", "the {what} should end up open", "get the {what} open all the way"),
-    "close": ("push the {what} shut", "the {what} should end up closed",
-              "make sure the {what} isn't left open"),
-}
-FIXTURE_COLORS = {"wood": (0.55, 0.4, 0.3, 1.0), "white": COLORS["white"], "blue": COLORS["blue"],
-                  "black": COLORS["black"], "green": COLORS["green"], "yellow": COLORS["yellow"]}
-
-F = FactorDef
-FACTORS = (
-    F(name="target", group="task", type="choice", default="drawer0", choices=("drawer0", "drawer1", "door"),
-      doc="which joint: a drawer of the cabinet or the hinged door"),
-    F(name="action", group="task", type="choice", default="open", choices=("open", "close"),
-      doc="open it, or close it (then it starts partly open)"),
-    F(name="template", group="task", type="int", default=0, range=(0, 2), ood_range=(0, 2),
-      doc="instruction template; OOD uses paraphrases"),
-    F(name="paraphrase", group="task", type="choice", default=False, choices=(False,), ood_choices=(True,),
-      doc="use a paraphrased (unseen) instruction"),
-    # OOD only moves the fixture away: nearer, an open handle comes within ~0.27 m of the robot base, where
-    # the Panda's elbow (joint 4) is at its limit
-    F(name="fix_x", group="spatial", type="float", default=0.12, range=(0.09, 0.16), ood_range=(0.09, 0.2),
-      doc="fixture centre x (m); its front faces the robot"),
-    F(name="fix_y", group="spatial", type="float", default=0.0, range=(-0.06, 0.06), ood_range=(-0.12, 0.12)),
-    F(name="fix_yaw", group="spatial", type="float", default=0.0, range=(-0.2, 0.2), ood_range=(-0.4, 0.4)),
-    F(name="init_frac", group="spatial", type="float", default=0.7, range=(0.5, 0.9), ood_range=(0.35, 1.0),
-      doc="initial open fraction for close tasks (open tasks start closed)"),
-    F(name="color", group="attribute", type="choice", default="wood", choices=("wood", "white", "blue"),
-      ood_choices=("black", "green", "yellow")),
-    F(name="scale", group="attribute", type="float", default=1.0, range=(0.92, 1.08), ood_range=(0.82, 1.16),
-      doc="width and depth relative to the default fixture"),
-    F(name="height", group="attribute", type="float", default=0.16, range=(0.15, 0.18), ood_range=(0.13, 0.2),
-      doc="fixture height (m)"),
-    F(name="standoff", group="attribute", type="float", default=0.055, range=(0.05, 0.06),
-      ood_range=(0.046, 0.066), doc="how far the handle bar stands off the front (m)"),
-)
-
-
-def _fixture(v: dict) -> FixtureSpec:
-    kind, joint, _ = TARGETS[v["target"]]
-    base = fixture_params(FixtureSpec(name=kind, kind=kind, pos=(0, 0)))
-    p = {"width": base["width"] * v["scale"], "depth": base["depth"] * v["scale"], "height": v["height"],
-         "handle_standoff": v["standoff"]}
-    init = {joint: float(v["init_frac"])} if v["action"] == "close" else {}
-    return FixtureSpec(name=kind, kind=kind, pos=(v["fix_x"], v["fix_y"]), yaw=v["fix_yaw"],
-                       rgba=FIXTURE_COLORS[v["color"]], params=p, init=init)
-
-
-def _instruction(v: dict) -> str:
-    _, _, what = TARGETS[v["target"]]
-    i = int(v["template"]) % 3
-    if v["paraphrase"]:
-        return PARAPHRASES[v["action"]][i].format(what=what)
-    return TEMPLATES[i].format(verb=v["action"], what=what, color=v["color"])
 
 
 def _task(spec: SceneSpec) -> tuple[FixtureSpec, str, bool]:
@@ -178,18 +119,11 @@ class Articulated(TaskFamily):
     """Open or close a cabinet drawer or door; goal `opened(joint, 0.75)` or `closed(joint, 0.1)`."""
 
     name = "articulated"
-    factors = FACTORS
+    builder = scene
+    factors = factor_schema(scene.FACTORS)
     phases = ("approach", "grasp", "pull", "push", "release", "done")
-
-    @classmethod
-    def make_scene(cls, factors: FactorValues, seed: int = 0) -> SceneSpec:
-        v = cls.flat(factors)
-        f = _fixture(v)
-        joint = f"{f.name}/{TARGETS[v['target']][1]}"
-        goal = (Predicate(fn="opened", args=(joint, OPENED)) if v["action"] == "open"
-                else Predicate(fn="closed", args=(joint, CLOSED)))
-        return SceneSpec(family=cls.name, instruction=_instruction(v), objects=(), fixtures=(f,), seed=seed,
-                         goal=(goal,), factors=factors, max_steps=300)
+    phase_stages = {"approach": ("reach",), "grasp": ("grasp",), "pull": ("move",), "push": ("move",),
+                    "release": None}
 
     @classmethod
     def expert(cls, spec: SceneSpec) -> ScriptedExpert:

@@ -1,10 +1,12 @@
-"""Seed generation program: articulated — open or close one drawer of a two-drawer cabinet, or a hinged
-cabinet door.
+"""Articulated: open or close one drawer of a two-drawer cabinet, or a hinged cabinet door.
 
-Mirrors `sim.families.articulated.Articulated.make_scene` and is self-contained (it imports only numpy
-and `sim.scene`), so the sandbox can run it on its own; the fixture's default width and depth are
-copied from `sim.fixtures.DEFAULTS`. `FACTORS` declares the factor schema; the loader reads it as a
-literal, the caller samples values from it and passes them to `generate` by name. `rng` is unused.
+The family's scene builder and its seed generation program, written once: `Articulated.make_scene` calls
+`generate` in process, and the sandbox runs this same text as the seed generation program of every run. So
+it stays in the sandbox-clean subset: it imports only numpy and `sim.scene` and avoids `str.format` (the
+sandbox forbids it). The fixture's default width and depth are copied from `sim.fixtures.DEFAULTS` (a test
+checks they agree). `FACTORS` declares the factor schema with each factor's facts (kind, hard side); the
+loader reads it as a literal, the caller samples values from it and passes them to `generate` by name. `rng`
+is unused.
 """
 
 import numpy as np
@@ -14,30 +16,34 @@ from sim.scene import FixtureSpec, Predicate, SceneSpec
 FAMILY = "articulated"
 FACTORS = (
     {"name": "target", "group": "task", "type": "choice", "default": "drawer0",
-     "choices": ("drawer0", "drawer1", "door"),
+     "choices": ("drawer0", "drawer1", "door"), "kind": "task_kind",
      "doc": "which joint: a drawer of the cabinet or the hinged door"},
     {"name": "action", "group": "task", "type": "choice", "default": "open", "choices": ("open", "close"),
-     "doc": "open it, or close it (then it starts partly open)"},
+     "kind": "task_kind", "doc": "open it, or close it (then it starts partly open)"},
     {"name": "template", "group": "task", "type": "int", "default": 0, "range": (0.0, 2.0),
-     "ood_range": (0.0, 2.0), "doc": "instruction template; OOD uses paraphrases"},
+     "ood_range": (0.0, 2.0), "kind": "language", "doc": "instruction template; OOD uses paraphrases"},
     {"name": "paraphrase", "group": "task", "type": "choice", "default": False, "choices": (False,),
-     "ood_choices": (True,), "doc": "use a paraphrased (unseen) instruction"},
+     "ood_choices": (True,), "kind": "language", "doc": "use a paraphrased (unseen) instruction"},
     {"name": "fix_x", "group": "spatial", "type": "float", "default": 0.12, "range": (0.09, 0.16),
-     "ood_range": (0.09, 0.2), "doc": "fixture centre x (m); its front faces the robot"},
+     "ood_range": (0.09, 0.2), "kind": "fixture_pos",
+     "doc": "fixture centre x (m); its front faces the robot"},
     {"name": "fix_y", "group": "spatial", "type": "float", "default": 0.0, "range": (-0.06, 0.06),
-     "ood_range": (-0.12, 0.12)},
+     "ood_range": (-0.12, 0.12), "kind": "fixture_pos"},
     {"name": "fix_yaw", "group": "spatial", "type": "float", "default": 0.0, "range": (-0.2, 0.2),
-     "ood_range": (-0.4, 0.4)},
+     "ood_range": (-0.4, 0.4), "kind": "fixture_yaw"},
     {"name": "init_frac", "group": "spatial", "type": "float", "default": 0.7, "range": (0.5, 0.9),
-     "ood_range": (0.35, 1.0), "doc": "initial open fraction for close tasks (open tasks start closed)"},
+     "ood_range": (0.35, 1.0), "kind": "joint_init",
+     "doc": "initial open fraction for close tasks (open tasks start closed)"},
     {"name": "color", "group": "attribute", "type": "choice", "default": "wood",
-     "choices": ("wood", "white", "blue"), "ood_choices": ("black", "green", "yellow")},
+     "choices": ("wood", "white", "blue"), "ood_choices": ("black", "green", "yellow"), "kind": "appearance"},
     {"name": "scale", "group": "attribute", "type": "float", "default": 1.0, "range": (0.92, 1.08),
-     "ood_range": (0.82, 1.16), "doc": "width and depth relative to the default fixture"},
+     "ood_range": (0.82, 1.16), "kind": "fixture_size",
+     "doc": "width and depth relative to the default fixture"},
     {"name": "height", "group": "attribute", "type": "float", "default": 0.16, "range": (0.15, 0.18),
-     "ood_range": (0.13, 0.2), "doc": "fixture height (m)"},
+     "ood_range": (0.13, 0.2), "kind": "fixture_height", "doc": "fixture height (m)"},
     {"name": "standoff", "group": "attribute", "type": "float", "default": 0.055, "range": (0.05, 0.06),
-     "ood_range": (0.046, 0.066), "doc": "how far the handle bar stands off the front (m)"},
+     "ood_range": (0.046, 0.066), "kind": "handle_standoff", "hard_side": -1,
+     "doc": "how far the handle bar stands off the front (m)"},
 )
 OPENED, CLOSED = 0.75, 0.1  # goal thresholds (open fraction)
 # target → (fixture kind / name, joint, what the instruction calls it)

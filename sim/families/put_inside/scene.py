@@ -1,10 +1,12 @@
-"""Seed generation program: put-inside — put a graspable object inside a container: an open bin, a
-LIBERO bowl, or (out of distribution) the open drawer of a cabinet.
+"""Put-inside: put a graspable object inside a container: an open bin, a LIBERO bowl, or (out of distribution)
+the open drawer of a cabinet.
 
-Mirrors `sim.families.put_inside.PutInside.make_scene` and is self-contained (it imports only math,
-numpy and `sim.scene`), so the sandbox can run it on its own; fixture dimensions are copied from
-`sim.fixtures.DEFAULTS`. `FACTORS` declares the factor schema; the loader reads it as a literal, the
-caller samples values from it and passes them to `generate` by name. `rng` is unused.
+The family's scene builder and its seed generation program, written once: `PutInside.make_scene` calls
+`generate` in process, and the sandbox runs this same text as the seed generation program of every run. So
+it stays in the sandbox-clean subset: it imports only math, numpy and `sim.scene` and avoids `str.format`
+(the sandbox forbids it). Fixture dimensions are copied from `sim.fixtures.DEFAULTS` (a test checks they
+agree). `FACTORS` declares the factor schema with each factor's facts (kind, hard side); the loader reads it
+as a literal, the caller samples values from it and passes them to `generate` by name. `rng` is unused.
 """
 
 import math
@@ -16,38 +18,41 @@ from sim.scene import FixtureSpec, ObjectSpec, Predicate, SceneSpec
 FAMILY = "put_inside"
 FACTORS = (
     {"name": "container", "group": "task", "type": "choice", "default": "bin",
-     "choices": ("bin", "black_bowl"), "ood_choices": ("drawer", "white_bowl"),
+     "choices": ("bin", "black_bowl"), "ood_choices": ("drawer", "white_bowl"), "kind": "target_kind",
      "doc": "the container; OOD an open drawer or another bowl"},
     {"name": "template", "group": "task", "type": "int", "default": 0, "range": (0.0, 2.0),
-     "ood_range": (0.0, 2.0), "doc": "instruction template; OOD uses paraphrases"},
+     "ood_range": (0.0, 2.0), "kind": "language", "doc": "instruction template; OOD uses paraphrases"},
     {"name": "paraphrase", "group": "task", "type": "choice", "default": False, "choices": (False,),
-     "ood_choices": (True,), "doc": "use a paraphrased (unseen) instruction"},
+     "ood_choices": (True,), "kind": "language", "doc": "use a paraphrased (unseen) instruction"},
     {"name": "obj_x", "group": "spatial", "type": "float", "default": 0.05, "range": (-0.04, 0.12),
-     "ood_range": (-0.1, 0.2)},
+     "ood_range": (-0.1, 0.2), "kind": "subject_pos"},
     {"name": "obj_y", "group": "spatial", "type": "float", "default": -0.15, "range": (-0.2, -0.1),
-     "ood_range": (-0.27, -0.06)},
+     "ood_range": (-0.27, -0.06), "kind": "subject_pos"},
     {"name": "obj_yaw", "group": "spatial", "type": "float", "default": 0.0, "range": (-0.6, 0.6),
-     "ood_range": (-1.5, 1.5)},
+     "ood_range": (-1.5, 1.5), "kind": "subject_yaw"},
     {"name": "container_x", "group": "spatial", "type": "float", "default": 0.06, "range": (0.0, 0.12),
-     "ood_range": (-0.05, 0.2), "doc": "x of the container's centre (for a drawer: of its open part)"},
+     "ood_range": (-0.05, 0.2), "kind": "target_pos",
+     "doc": "x of the container's centre (for a drawer: of its open part)"},
     {"name": "container_y", "group": "spatial", "type": "float", "default": 0.14, "range": (0.1, 0.18),
-     "ood_range": (0.04, 0.26),
+     "ood_range": (0.04, 0.26), "kind": "target_pos",
      "doc": "y of the container's centre; pushed to +y if it would overlap the object"},
     {"name": "shape", "group": "attribute", "type": "choice", "default": "cube",
-     "choices": ("cube", "cylinder"), "ood_choices": ("block", "tall_cylinder")},
+     "choices": ("cube", "cylinder"), "ood_choices": ("block", "tall_cylinder"), "kind": "subject_shape"},
     {"name": "size", "group": "attribute", "type": "float", "default": 0.02, "range": (0.018, 0.024),
-     "ood_range": (0.014, 0.028), "doc": "half width of the object (m)"},
+     "ood_range": (0.014, 0.028), "kind": "subject_size", "doc": "half width of the object (m)"},
     {"name": "color", "group": "attribute", "type": "choice", "default": "red",
-     "choices": ("red", "green", "blue"), "ood_choices": ("yellow", "purple", "orange")},
+     "choices": ("red", "green", "blue"), "ood_choices": ("yellow", "purple", "orange"),
+     "kind": "appearance"},
     {"name": "mass", "group": "attribute", "type": "float", "default": 0.1, "range": (0.05, 0.2),
-     "ood_range": (0.05, 0.4)},
+     "ood_range": (0.05, 0.4), "kind": "mass", "hard_side": 1},
     {"name": "friction", "group": "attribute", "type": "float", "default": 1.0, "range": (0.8, 1.2),
-     "ood_range": (0.5, 1.2)},
+     "ood_range": (0.5, 1.2), "kind": "friction", "hard_side": -1},
     {"name": "container_color", "group": "attribute", "type": "choice", "default": "blue",
      "choices": ("blue", "green", "white"), "ood_choices": ("yellow", "purple", "orange"),
-     "doc": "bin / cabinet colour (bowls keep their texture)"},
+     "kind": "appearance", "doc": "bin / cabinet colour (bowls keep their texture)"},
     {"name": "container_size", "group": "attribute", "type": "float", "default": 1.0, "range": (0.95, 1.1),
-     "ood_range": (0.85, 1.3), "doc": "bin / bowl scale; a bowl never shrinks below what fits the object"},
+     "ood_range": (0.85, 1.3), "kind": "target_size", "hard_side": -1,
+     "doc": "bin / bowl scale; a bowl never shrinks below what fits the object"},
 )
 COLORS = {"red": (0.85, 0.15, 0.12, 1), "green": (0.15, 0.7, 0.2, 1), "blue": (0.15, 0.3, 0.85, 1),
           "yellow": (0.95, 0.85, 0.1, 1), "purple": (0.55, 0.2, 0.7, 1), "orange": (0.95, 0.5, 0.1, 1),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from coda_policy.text import DIM, TextEmbedder
+from common.text import DIM, TextEmbedder
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,10 @@
-"""Seed generation program: pick-place — put a graspable object onto a plate.
+"""Pick-place: put a graspable object onto a plate.
 
-Mirrors `sim.families.pick_place.PickPlace.make_scene` and is self-contained (it imports only numpy and
-`sim.scene`), so the sandbox can run it on its own. `FACTORS` declares the factor schema; the loader
-reads it as a literal, the caller samples values from it and passes them to `generate` by name.
+The family's scene builder and its seed generation program, written once: `PickPlace.make_scene` calls
+`generate` in process, and the sandbox runs this same text as the seed generation program of every run. So
+it stays in the sandbox-clean subset: it imports only numpy and `sim.scene`, and avoids `str.format` (the
+sandbox forbids it). `FACTORS` declares the factor schema with each factor's facts (kind, hard side); the
+loader reads it as a literal, the caller samples values from it and passes them to `generate` by name.
 Placement comes entirely from the factors, so `rng` is unused here.
 """
 
@@ -13,33 +15,34 @@ from sim.scene import ObjectSpec, Predicate, SceneSpec
 FAMILY = "pick_place"
 FACTORS = (
     {"name": "target", "group": "task", "type": "choice", "default": "plate", "choices": ("plate",),
-     "ood_choices": ("yellow_plate", "big_plate"), "doc": "destination object"},
+     "ood_choices": ("yellow_plate", "big_plate"), "kind": "target_size", "doc": "destination object"},
     {"name": "template", "group": "task", "type": "int", "default": 0, "range": (0.0, 2.0),
-     "ood_range": (0.0, 2.0), "doc": "instruction template; OOD uses paraphrases"},
+     "ood_range": (0.0, 2.0), "kind": "language", "doc": "instruction template; OOD uses paraphrases"},
     {"name": "paraphrase", "group": "task", "type": "choice", "default": False, "choices": (False,),
-     "ood_choices": (True,), "doc": "use a paraphrased (unseen) instruction"},
+     "ood_choices": (True,), "kind": "language", "doc": "use a paraphrased (unseen) instruction"},
     {"name": "obj_x", "group": "spatial", "type": "float", "default": 0.05, "range": (-0.04, 0.12),
-     "ood_range": (-0.1, 0.2)},
+     "ood_range": (-0.1, 0.2), "kind": "subject_pos"},
     {"name": "obj_y", "group": "spatial", "type": "float", "default": -0.12, "range": (-0.2, -0.06),
-     "ood_range": (-0.28, -0.02)},
+     "ood_range": (-0.28, -0.02), "kind": "subject_pos"},
     {"name": "target_x", "group": "spatial", "type": "float", "default": 0.05, "range": (-0.04, 0.12),
-     "ood_range": (-0.1, 0.2)},
+     "ood_range": (-0.1, 0.2), "kind": "target_pos"},
     {"name": "target_y", "group": "spatial", "type": "float", "default": 0.12, "range": (0.06, 0.2),
-     "ood_range": (0.0, 0.28),
+     "ood_range": (0.0, 0.28), "kind": "target_pos",
      "doc": "target y; pushed further +y when it would overlap the object (only happens out of "
             "distribution)"},
     {"name": "obj_yaw", "group": "spatial", "type": "float", "default": 0.0, "range": (-0.6, 0.6),
-     "ood_range": (-1.5, 1.5)},
+     "ood_range": (-1.5, 1.5), "kind": "subject_yaw"},
     {"name": "shape", "group": "attribute", "type": "choice", "default": "cube",
-     "choices": ("cube", "cylinder"), "ood_choices": ("block", "tall_cylinder")},
+     "choices": ("cube", "cylinder"), "ood_choices": ("block", "tall_cylinder"), "kind": "subject_shape"},
     {"name": "size", "group": "attribute", "type": "float", "default": 0.02, "range": (0.018, 0.024),
-     "ood_range": (0.014, 0.028), "doc": "half width of the object (m)"},
+     "ood_range": (0.014, 0.028), "kind": "subject_size", "doc": "half width of the object (m)"},
     {"name": "color", "group": "attribute", "type": "choice", "default": "red",
-     "choices": ("red", "green", "blue"), "ood_choices": ("yellow", "purple", "orange")},
+     "choices": ("red", "green", "blue"), "ood_choices": ("yellow", "purple", "orange"),
+     "kind": "appearance"},
     {"name": "mass", "group": "attribute", "type": "float", "default": 0.1, "range": (0.05, 0.2),
-     "ood_range": (0.05, 0.4)},
+     "ood_range": (0.05, 0.4), "kind": "mass", "hard_side": 1},
     {"name": "friction", "group": "attribute", "type": "float", "default": 1.0, "range": (0.8, 1.2),
-     "ood_range": (0.5, 1.2)},
+     "ood_range": (0.5, 1.2), "kind": "friction", "hard_side": -1},
 )
 COLORS = {"red": (0.85, 0.15, 0.12, 1), "green": (0.15, 0.7, 0.2, 1), "blue": (0.15, 0.3, 0.85, 1),
           "yellow": (0.95, 0.85, 0.1, 1), "purple": (0.55, 0.2, 0.7, 1), "orange": (0.95, 0.5, 0.1, 1)}

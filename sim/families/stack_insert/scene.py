@@ -1,8 +1,9 @@
-"""Seed generation program: stack-insert — put block A on block B, or push a square peg into the hole
-of a fixed hole block.
+"""Stack-insert: put block A on block B, or push a square peg into the hole of a fixed hole block.
 
-Mirrors `sim.families.stack_insert.StackInsert.make_scene` and is self-contained (it imports only numpy
-and `sim.scene`), so the sandbox can run it on its own. `FACTORS` declares the factor schema; the
+The family's scene builder and its seed generation program, written once: `StackInsert.make_scene` calls
+`generate` in process, and the sandbox runs this same text as the seed generation program of every run. So
+it stays in the sandbox-clean subset: it imports only numpy and `sim.scene`, and avoids `str.format` (the
+sandbox forbids it). `FACTORS` declares the factor schema with each factor's facts (kind, hard side); the
 loader reads it as a literal, the caller samples values from it and passes them to `generate` by name.
 Placement comes entirely from the factors, so `rng` is unused here.
 """
@@ -14,41 +15,46 @@ from sim.scene import FixtureSpec, ObjectSpec, Predicate, SceneSpec
 FAMILY = "stack_insert"
 FACTORS = (
     {"name": "task", "group": "task", "type": "choice", "default": "stack", "choices": ("stack", "insert"),
-     "doc": "stack block A on block B, or insert the peg into the hole block"},
+     "kind": "target_kind", "doc": "stack block A on block B, or insert the peg into the hole block"},
     {"name": "template", "group": "task", "type": "int", "default": 0, "range": (0.0, 2.0),
-     "ood_range": (0.0, 2.0), "doc": "instruction template; OOD uses paraphrases"},
+     "ood_range": (0.0, 2.0), "kind": "language", "doc": "instruction template; OOD uses paraphrases"},
     {"name": "paraphrase", "group": "task", "type": "choice", "default": False, "choices": (False,),
-     "ood_choices": (True,), "doc": "use a paraphrased (unseen) instruction"},
+     "ood_choices": (True,), "kind": "language", "doc": "use a paraphrased (unseen) instruction"},
     {"name": "piece_x", "group": "spatial", "type": "float", "default": 0.05, "range": (-0.02, 0.12),
-     "ood_range": (-0.05, 0.18)},
+     "ood_range": (-0.05, 0.18), "kind": "subject_pos"},
     {"name": "piece_y", "group": "spatial", "type": "float", "default": -0.12, "range": (-0.2, -0.07),
-     "ood_range": (-0.26, -0.05), "doc": "the piece (block A / peg) starts on the robot's right"},
+     "ood_range": (-0.26, -0.05), "kind": "subject_pos",
+     "doc": "the piece (block A / peg) starts on the robot's right"},
     {"name": "piece_yaw", "group": "spatial", "type": "float", "default": 0.0, "range": (-0.6, 0.6),
-     "ood_range": (-1.5, 1.5)},
+     "ood_range": (-1.5, 1.5), "kind": "subject_yaw"},
     {"name": "base_x", "group": "spatial", "type": "float", "default": 0.05, "range": (-0.02, 0.12),
-     "ood_range": (-0.05, 0.18)},
+     "ood_range": (-0.05, 0.18), "kind": "target_pos"},
     {"name": "base_y", "group": "spatial", "type": "float", "default": 0.12, "range": (0.07, 0.2),
-     "ood_range": (0.05, 0.26), "doc": "block B / the hole block stands on the robot's left"},
+     "ood_range": (0.05, 0.26), "kind": "target_pos",
+     "doc": "block B / the hole block stands on the robot's left"},
     {"name": "base_yaw", "group": "spatial", "type": "float", "default": 0.0, "range": (-0.3, 0.3),
-     "ood_range": (-0.7, 0.7)},
+     "ood_range": (-0.7, 0.7), "kind": "target_yaw"},
     {"name": "block_size", "group": "attribute", "type": "float", "default": 0.02, "range": (0.018, 0.022),
-     "ood_range": (0.015, 0.026), "doc": "half width of block A (m)"},
+     "ood_range": (0.015, 0.026), "kind": "subject_size", "doc": "half width of block A (m)"},
     {"name": "base_size", "group": "attribute", "type": "float", "default": 0.027, "range": (0.025, 0.03),
-     "ood_range": (0.021, 0.035), "doc": "half width of block B (m)"},
+     "ood_range": (0.021, 0.035), "kind": "target_size", "hard_side": -1, "doc": "half width of block B (m)"},
     {"name": "peg_size", "group": "attribute", "type": "float", "default": 0.0125, "range": (0.012, 0.013),
-     "ood_range": (0.011, 0.014), "doc": "half width of the peg (m); its height is 5.2\u00d7 this"},
+     "ood_range": (0.011, 0.014), "kind": "subject_size", "hard_side": 1,
+     "hard_phases": ("align", "insert", "place", "release"),
+     "doc": "half width of the peg (m); its height is 5.2\u00d7 this"},
     {"name": "hole", "group": "attribute", "type": "float", "default": 0.034, "range": (0.033, 0.035),
-     "ood_range": (0.03, 0.037), "doc": "hole width (m): OOD includes tighter clearance"},
+     "ood_range": (0.03, 0.037), "kind": "target_size", "hard_side": -1,
+     "doc": "hole width (m): OOD includes tighter clearance"},
     {"name": "color", "group": "attribute", "type": "choice", "default": "red",
-     "choices": ("red", "green", "blue"), "ood_choices": ("yellow", "purple", "orange"),
+     "choices": ("red", "green", "blue"), "ood_choices": ("yellow", "purple", "orange"), "kind": "appearance",
      "doc": "colour of the piece"},
     {"name": "base_color", "group": "attribute", "type": "choice", "default": "white",
-     "choices": ("white", "gray", "brown"), "ood_choices": ("black", "cyan", "pink"),
+     "choices": ("white", "gray", "brown"), "ood_choices": ("black", "cyan", "pink"), "kind": "appearance",
      "doc": "colour of block B / the hole block"},
     {"name": "mass", "group": "attribute", "type": "float", "default": 0.1, "range": (0.05, 0.2),
-     "ood_range": (0.05, 0.4)},
+     "ood_range": (0.05, 0.4), "kind": "mass", "hard_side": 1},
     {"name": "friction", "group": "attribute", "type": "float", "default": 1.0, "range": (0.8, 1.2),
-     "ood_range": (0.5, 1.2)},
+     "ood_range": (0.5, 1.2), "kind": "friction", "hard_side": -1},
 )
 PIECE, BASE, PEG, HOLE = "block_a", "block_b", "peg", "holeblock"
 COLORS = {"red": (0.85, 0.15, 0.12, 1), "green": (0.15, 0.7, 0.2, 1), "blue": (0.15, 0.3, 0.85, 1),

@@ -1,0 +1,110 @@
+"""The run's configuration: every knob (the critic's, the writers', the verification test's, compile's)
+is a nested field of `RunConfig`, recorded in config.json and read back; the graph's agents are built
+from it; one retry budget; one torch-thread setting for training."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from typing import Any
+
+import pytest
+
+from agents.config import (
+    PRESETS,
+    CompileConfig,
+    CriticConfig,
+    LearnConfig,
+    RunConfig,
+    VerifyTestConfig,
+    WriterConfig,
+    get_preset,
+)
+from agents.graph.deps import HelperAgents
+
+CUSTOM = RunConfig(
+    critic=CriticConfig(allow_ood=True, band=0.3, retries=0, max_keyframes=1, max_tokens=300),
+    writer=WriterConfig(allow_ood=True, band=0.2, allow_source=True, emphasis=False, max_tokens_edit=300),
+    verify=VerifyTestConfig(min_valid=2, control_factor="obj_x", control_groups=("spatial",)),
+    compile=CompileConfig(agreement_threshold=0.8, max_demos=3))
+
+
+@pytest.mark.parametrize("name", PRESETS.names())
+def test_every_preset_round_trips_through_config_json_with_its_nested_configs(name: str) -> None:
+    cfg = get_preset(name)
+    back = RunConfig.from_json(cfg.to_json())
+    assert back == cfg
+    for field in ("critic", "writer", "verify", "compile", "learn", "allocation"):
+        assert type(getattr(back, field)) is type(getattr(cfg, field))
+
+
+def test_non_default_nested_knobs_round_trip_and_are_recorded() -> None:
+    back = RunConfig.from_json(CUSTOM.to_json())
+    assert back == CUSTOM and back.verify.control_groups == ("spatial",)  # a tuple again, not a list
+    data = json.loads(CUSTOM.to_json())
+    assert data["critic"]["band"] == 0.3 and data["compile"]["max_demos"] == 3
+    assert data["writer"]["allow_source"] is True and data["verify"]["control_factor"] == "obj_x"
+
+
+def test_a_config_json_from_before_the_nested_configs_still_loads() -> None:
+    old: dict[str, Any] = json.loads(get_preset("smoke").to_json())
+    for key in ("critic", "writer", "verify", "compile"):
+        del old[key]
+    old["learn"]["threads"] = 1  # a removed knob (now learn.policy.torch_threads): ignored
+    cfg = RunConfig.from_json(json.dumps(old))
+    assert cfg == get_preset("smoke")
+    assert cfg.critic == RunConfig().critic and cfg.compile == CompileConfig()
+
+
+def test_one_retry_budget_the_agents_own_retries_must_stay_zero_in_a_run() -> None:
+    assert RunConfig().critic.retries == 0 and RunConfig().writer.retries == 0
+    assert CriticConfig().retries == 2  # standalone callers of `diagnose` keep their own retries
+    with pytest.raises(ValueError, match="max_retries"):
+        RunConfig(critic=CriticConfig(retries=1))
+    with pytest.raises(ValueError, match="one retry loop"):
+        RunConfig(writer=WriterConfig(retries=2))
+
+
+def test_training_threads_are_one_setting_the_policys_own() -> None:
+    assert "threads" not in {f.name for f in dataclasses.fields(LearnConfig)}
+    for name in PRESETS.names():
+        assert get_preset(name).learn.policy.torch_threads == 1
+
+
+def test_helper_agents_use_the_runs_critic_writer_verify_and_compile_knobs(monkeypatch) -> None:
+    seen: dict[str, Any] = {}
+    for module, name in (("agents.critic.diagnose", "diagnose"), ("agents.critic.verify", "verify"),
+                         ("agents.writers.generation", "write_generation_program"),
+                         ("agents.writers.training", "write_training_program")):
+        # the module itself (`agents.critic.diagnose` as an attribute is the function of that name)
+        monkeypatch.setattr(importlib.import_module(module), name,
+                            lambda *a, _name=name, **kw: seen.__setitem__(_name, kw))
+    agents = HelperAgents.from_config(CUSTOM)
+    agents.diagnose(None, None, None, critic="rules", episode_id="ep", feedback=None)
+    agents.verify(None, None, None, n=6, alpha=0.2, rng=None)
+    agents.write_generation_program(None, None, None, None, round=1)
+    agents.write_training_program(None, None, None, mode_id="m", round=1, demos=["demo"], feedback=None)
+    assert seen["diagnose"]["config"] is CUSTOM.critic
+    v = seen["verify"]["config"]
+    assert (v.alpha, v.min_valid, v.control_factor, v.control_groups) == (0.2, 2, "obj_x", ("spatial",))
+    assert v.critic is CUSTOM.critic
+    assert seen["write_generation_program"]["config"] is CUSTOM.writer
+    assert seen["write_training_program"]["config"] is CUSTOM.writer
+    assert seen["write_training_program"]["evidence"].threshold == 0.8
+    default = HelperAgents.from_config(RunConfig())
+    default.verify(None, None, None, n=6, alpha=0.1, rng=None)
+    assert seen["verify"]["config"].min_valid == 4
+    default.verify(None, None, None, n=3, alpha=0.1, rng=None)  # a batch of 3 is judged on 3 episodes
+    assert seen["verify"]["config"].min_valid == 3
+
+
+def test_open_deps_builds_the_agents_from_the_run_config(tmp_path) -> None:
+    from agents.graph.deps import open_deps
+    from tests.agents.graphkit import config
+    from tests.fakes.trainer import FakeTrainer
+
+    cfg = dataclasses.replace(config("sft"), critic=CUSTOM.critic, writer=CUSTOM.writer)
+    with open_deps(cfg, tmp_path / "run", trainer=FakeTrainer()) as deps:
+        assert isinstance(deps.agents, HelperAgents)
+        assert deps.agents.critic is cfg.critic and deps.agents.writer is cfg.writer
