@@ -14,8 +14,7 @@ Names load lazily, so `import agents` pulls in neither LangGraph nor torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from common.lazy import lazy_exports
 
 _LAZY = {
     **dict.fromkeys(("RunConfig", "MethodConfig", "LearnConfig", "METHODS", "PRESETS", "get_preset"),
@@ -31,11 +30,4 @@ _LAZY = {
     **dict.fromkeys(("LLM", "LLMOutputError", "make_llm"), "agents.llm"),
 }
 
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agents' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__all__, __getattr__ = lazy_exports(__name__, _LAZY)

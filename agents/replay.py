@@ -108,21 +108,21 @@ def show(app: Any, run: RunDir, key: str, console: Any) -> None:
         console.print(str(run.abs(p).with_suffix(".py")))
 
 
-def _prune(copy: RunDir, round: int) -> None:
+def _prune(copy: RunDir, round_no: int) -> None:
     """Remove the copy's files of rounds after `round` and restore memory as it was at that round's end."""
     for kind in PER_ROUND:
         for d in (copy.root / kind).glob("round_*"):
-            if int(d.name.split("_")[1]) > round:
+            if int(d.name.split("_")[1]) > round_no:
                 shutil.rmtree(d)
     for kind in ("policy", "train"):
         for f in (copy.root / kind).glob("round_*"):
-            if int(f.stem.split("_")[1]) > round:
+            if int(f.stem.split("_")[1]) > round_no:
                 f.unlink()
-    snap = copy.root / "snapshots" / f"round_{round:02d}" / "memory"
+    snap = copy.root / "snapshots" / f"round_{round_no:02d}" / "memory"
     if snap.exists():
         shutil.rmtree(copy.memory, ignore_errors=True)
         shutil.copytree(snap, copy.memory)
-    rows = [r for r in read_metrics(copy.metrics) if r.get("round", 0) <= round]
+    rows = [r for r in read_metrics(copy.metrics) if r.get("round", 0) <= round_no]
     copy.metrics.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 

@@ -6,8 +6,7 @@ Names load lazily so that `import coda_policy` does not pull in torch or MuJoCo.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from common.lazy import lazy_exports
 
 _LAZY = {
     "ObjectTokenConfig": "coda_policy.configuration_object_token",
@@ -34,10 +33,4 @@ _LAZY = {
     "AWRConfig": "coda_policy.awr",
 }
 
-__all__ = list(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'coda_policy' has no attribute {name!r}")
+__all__, __getattr__ = lazy_exports(__name__, _LAZY)

@@ -4,19 +4,11 @@ of ours. Names load lazily, so `import common` pulls in neither torch nor numpy.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from common.lazy import lazy_exports
 
 _LAZY = {
     "Registry": "common.registry", "UnknownNameError": "common.registry",
     "TextEmbedder": "common.text", "default_embedder": "common.text", "DIM": "common.text",
 }
 
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'common' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__all__, __getattr__ = lazy_exports(__name__, _LAZY)

@@ -7,8 +7,7 @@ Names load on first use, so `from memory import Diagnosis` does not import Chrom
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from common.lazy import lazy_exports
 
 _LAZY = {
     **dict.fromkeys(("Diagnosis", "Verdict", "EpisodeRecord", "DifficultyMode", "ProgramEntry",
@@ -19,11 +18,4 @@ _LAZY = {
     "MiniLMEmbeddingFunction": "memory.embedding",
 }
 
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memory' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__all__, __getattr__ = lazy_exports(__name__, _LAZY)

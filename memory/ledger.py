@@ -90,12 +90,12 @@ class Ledger:
         tmp.write_text(json.dumps({"version": 1, "points": rows}, indent=1))
         os.replace(tmp, self.path)  # atomic: a crash leaves the old or the new file, never half of one
 
-    def record(self, mode_id: str, family: str, round: int, success: float, n: int = 0,
+    def record(self, mode_id: str, family: str, round_no: int, success: float, n: int = 0,
                before: float | None = None) -> ProgressPoint:
         """Store the arm's success rate measured after round `round` (`before`: the same arm measured
         before that round's training, if the measure node took it). Re-recording a round replaces it."""
-        p = ProgressPoint(mode_id=mode_id, family=family, round=round, success=success, n=n, before=before)
-        self._points.setdefault((mode_id, family), {})[round] = p
+        p = ProgressPoint(mode_id=mode_id, family=family, round=round_no, success=success, n=n, before=before)
+        self._points.setdefault((mode_id, family), {})[round_no] = p
         self.save()
         return p
 

@@ -23,13 +23,13 @@ class ReuseLog:
         self._events: dict[str, dict[str, Any]] = (
             json.loads(self.path.read_text()) if self.path.exists() else {})
 
-    def record(self, entry: ProgramEntry, family: str, round: int) -> bool:
+    def record(self, entry: ProgramEntry, family: str, round_no: int) -> bool:
         """Note a use of `entry` for `family` in `round`; returns whether it crosses families."""
         cross = entry.family != family
-        key = f"{entry.id}|{family}|{round}"
+        key = f"{entry.id}|{family}|{round_no}"
         if key not in self._events:
             self._events[key] = {"entry_id": entry.id, "mode_id": entry.mode_id, "from_family": entry.family,
-                                 "for_family": family, "round": round, "cross_family": cross}
+                                 "for_family": family, "round": round_no, "cross_family": cross}
             tmp = self.path.with_suffix(".json.tmp")
             tmp.write_text(json.dumps(self._events, indent=1, sort_keys=True))
             os.replace(tmp, self.path)

@@ -191,7 +191,7 @@ class Memory:
     # ---- semantic: difficulty modes -------------------------------------------------------------------
 
     def add_validated(self, diagnosis: Diagnosis, verdict: Verdict, family: str, *,
-                      round: int = 0) -> DifficultyMode:
+                      round_no: int = 0) -> DifficultyMode:
         """File a validated diagnosis under a difficulty mode: join the matching one or found a new one
         (rule in the module docstring). Repeating the call returns the same mode unchanged."""
         if verdict.status != "validated":
@@ -207,16 +207,16 @@ class Memory:
         if target is not None:
             mode = self._join(target, diagnosis, family)
         else:
-            mode = self._found(diagnosis, family, round, stored)
+            mode = self._found(diagnosis, family, round_no, stored)
         self._put_mode(mode)  # mode first: a crash before the next line is healed by the check above
         self._file_diagnosis(diagnosis, verdict, family, mode.id)
         return self.mode(mode.id)
 
     def add_verdict(self, diagnosis: Diagnosis, verdict: Verdict, family: str, *,
-                    round: int = 0) -> DifficultyMode | None:
+                    round_no: int = 0) -> DifficultyMode | None:
         """Record any verdict as evidence; a validated one is also filed under a mode (returned)."""
         if verdict.status == "validated":
-            return self.add_validated(diagnosis, verdict, family, round=round)
+            return self.add_validated(diagnosis, verdict, family, round_no=round_no)
         self._file_diagnosis(diagnosis, verdict, family, "")
         return None
 
@@ -262,7 +262,7 @@ class Memory:
             "values": tuple(sorted(set(m.values) | set(_edit_values(d)))),
         })
 
-    def _found(self, d: Diagnosis, family: str, round: int,
+    def _found(self, d: Diagnosis, family: str, round_no: int,
                stored: Sequence[DifficultyMode]) -> DifficultyMode:
         stem = "_".join([slug(d.factor), slug(d.phase)] + ([d.side] if d.side in ("low", "high") else []))
         taken = {m.id for m in stored}
@@ -274,7 +274,7 @@ class Memory:
             id=mode_id, description=f"{d.factor_key}{where} during {d.phase}: {d.explanation}",
             factor_group=d.factor_group, factor=d.factor, phase=d.phase, side=d.side,
             values=_edit_values(d), families=(family,), evidence_ids=(d.episode_id,), diagnosis_ids=(d.id,),
-            created_round=round)
+            created_round=round_no)
 
     def _put_mode(self, m: DifficultyMode) -> None:
         core = m.model_dump_json(exclude={"programs", "learning_progress"})
@@ -336,18 +336,19 @@ class Memory:
     # ---- procedural: programs by mode -----------------------------------------------------------------
 
     def add_programs(self, mode_id: str, generation_program_id: str, training_program_id: str, family: str,
-                     paths: Sequence[str | Path] = ("", ""), *, round: int = 0) -> ProgramEntry:
+                     paths: Sequence[str | Path] = ("", ""), *, round_no: int = 0) -> ProgramEntry:
         """Index a generation + training program pair under a mode for `family`; `paths` = (generation,
         training) files, relative to the run dir. Re-adding the same pair is a no-op (first entry kept)."""
         mode = self._stored_mode(mode_id)
         entry = ProgramEntry(mode_id=mode_id, family=family, generation_program_id=generation_program_id,
                              training_program_id=training_program_id, generation_path=str(paths[0]),
-                             training_path=str(paths[1]), round=round)
+                             training_path=str(paths[1]), round=round_no)
         old = self.procedural.get(ids=[entry.id], include=["metadatas"])
         if old["ids"]:
             return ProgramEntry.model_validate_json(old["metadatas"][0]["json"])
         meta = {"mode_id": mode_id, "family": family, "generation_program_id": generation_program_id,
-                "training_program_id": training_program_id, "round": round, "json": entry.model_dump_json()}
+                "training_program_id": training_program_id, "round": round_no,
+                "json": entry.model_dump_json()}
         doc = f"{family} programs for {mode.description}"
         self.procedural.upsert(ids=[entry.id], documents=[doc], metadatas=[meta])
         return entry
@@ -366,11 +367,11 @@ class Memory:
             raise KeyError(f"no program entry {entry_id!r}")
         return ProgramEntry.model_validate_json(got["metadatas"][0]["json"])
 
-    def record_use(self, entry: ProgramEntry | str, family: str, round: int) -> bool:
+    def record_use(self, entry: ProgramEntry | str, family: str, round_no: int) -> bool:
         """Note that a stored program pair was used (run as is, or adapted) for `family` in `round`.
         Returns whether that is a cross-family reuse. Idempotent per (entry, family, round)."""
         e = self.program_entry(entry) if isinstance(entry, str) else entry
-        return self.reuse.record(e, family, round)
+        return self.reuse.record(e, family, round_no)
 
     def reuse_stats(self) -> dict[str, Any]:
         """Uses, cross-family uses, and cross-family uses per "A->B" family pair."""

@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
+from sim.factors import EditValue
 from sim.scene import FactorGroup
 
 Side = Literal["low", "high", "values"]
 VerdictStatus = Literal["validated", "refuted", "inconclusive"]
-EditValue = float | int | bool | str | tuple[float, float] | tuple[Any, ...]
 
 
 def digest(payload: Any, n: int = 16) -> str:

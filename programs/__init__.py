@@ -8,8 +8,7 @@ through `sim.world`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from common.lazy import lazy_exports
 
 _LAZY = {
     "GenerationProgram": "programs.model", "TrainingProgram": "programs.model", "Subgoal": "programs.model",
@@ -25,15 +24,13 @@ _LAZY = {
     "check_training": "programs.checks", "assert_valid": "programs.checks",
     "render": "programs.render", "write_program": "programs.render", "load_program": "programs.render",
     "seed_library": "programs.seeds",
+    "ProgramRejected": "programs.errors",
+    **dict.fromkeys(("kind_of", "hard_side", "family_factor", "reference", "reference_schema",
+                     "resolve_factor", "bounds", "allowed_choices", "movable", "check_value", "band_edit",
+                     "side_edit", "back_off", "magnitude", "matched_edit", "variant_sides", "variant_edit",
+                     "widened_range"),
+                    "programs.factor_space"),
     "generation_from_source": "programs.source", "training_from_source": "programs.source",
 }
 
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'programs' has no attribute {name!r}")
-    module, attr = target if isinstance(target, tuple) else (target, name)
-    return getattr(importlib.import_module(module), attr)
+__all__, __getattr__ = lazy_exports(__name__, _LAZY)

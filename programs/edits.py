@@ -55,7 +55,7 @@ def edited_factor(f: FactorDef, value_or_range: Any) -> FactorDef:
 
 
 def edit(program: GenerationProgram, factor: str, value_or_range: Any, *, diagnosis: str | None = None,
-         mode_id: str | None = None, round: int | None = None) -> GenerationProgram:
+         mode_id: str | None = None, round_no: int | None = None) -> GenerationProgram:
     """A new program (new id, `parent_id` = the old id) whose `factor` is pinned or re-ranged (see
     `edited_factor`). A `FACTORS` literal in the source is rewritten to match. `diagnosis`, `mode_id`
     and `round` default to the parent's."""
@@ -69,7 +69,7 @@ def edit(program: GenerationProgram, factor: str, value_or_range: Any, *, diagno
         **program.model_dump(exclude={"id"}),
         "factors": factors, "source": sync_schema(program.source, factors), "parent_id": program.id,
         "diagnosis": program.diagnosis if diagnosis is None else diagnosis,
-        "mode_id": mode_id or program.mode_id, "round": program.round if round is None else round,
+        "mode_id": mode_id or program.mode_id, "round": program.round if round_no is None else round_no,
     })
 
 

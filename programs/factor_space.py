@@ -9,9 +9,16 @@ program written by an LLM may omit them, so lookups go through the family's regi
 from __future__ import annotations
 
 import functools
+import json
+import math
 from collections.abc import Sequence
+from typing import Any
 
-from sim.factors import FactorDef
+import numpy as np
+
+from programs.errors import ProgramRejected
+from programs.model import GenerationProgram
+from sim.factors import EditValue, FactorDef
 
 
 @functools.cache
@@ -27,25 +34,32 @@ def _by_name() -> dict[str, dict[str, FactorDef]]:
 
 
 def family_factor(family: str, name: str) -> FactorDef | None:
-    """The registered definition of factor `name` in `family`; for a family that does not define it (or
-    an unknown family), the one definition every family that has the name agrees on, else None."""
-    defs = _by_name().get(name, {})
-    if family in defs:
-        return defs[family]
-    facts = {(f.kind, f.hard_side, f.hard_phases) for f in defs.values()}
-    return next(iter(defs.values())) if len(facts) == 1 else None
+    """The registered definition of factor `name` in `family`, or None."""
+    return _by_name().get(name, {}).get(family)
+
+
+def _fact(family: str, name: str, fact: str, default: Any) -> Any:
+    """One fact of factor `name`: the family's own; for a family that does not define the name (or an
+    unknown family), the value every family that has the name agrees on; else `default`."""
+    f = family_factor(family, name)
+    if f is not None:
+        return getattr(f, fact)
+    values = {getattr(f, fact) for f in _by_name().get(name, {}).values()}
+    return values.pop() if len(values) == 1 else default
 
 
 def kind_of(family: str, name: str) -> str:
     """The kind of factor `name` is in `family` ("subject_yaw", "mass", ...; "other" if unknown)."""
-    f = family_factor(family, name)
-    return f.kind if f is not None else "other"
+    return _fact(family, name, "kind", "other")
 
 
 def hard_side(family: str, name: str, phase: str = "") -> int | None:
     """The side of factor `name`'s range that makes `phase` harder (+1 high, −1 low; None: both)."""
     f = family_factor(family, name)
-    return f.hard_side_in(phase) if f is not None else None
+    if f is not None:
+        return f.hard_side_in(phase)
+    phases = _fact(family, name, "hard_phases", None)
+    return None if phases is not None and phase not in phases else _fact(family, name, "hard_side", None)
 
 
 def family_factors(family: str, fallback: Sequence[FactorDef] = ()) -> tuple[FactorDef, ...]:
@@ -66,3 +80,212 @@ def reference_schema(family: str, schema: Sequence[FactorDef] = ()) -> tuple[Fac
     if not schema:
         return tuple(fam.values())
     return tuple(fam.get(f.name, f) for f in schema)
+
+
+def resolve_factor(name: str, program: GenerationProgram, source_family: str | None = None) -> str:
+    """`name` if the program has it, else the program's factor of the same kind and suffix (a mode founded
+    in another family: `obj_yaw` in pick_place is `piece_yaw` in stack_insert, `target_x` is `base_x`);
+    `ProgramRejected` if there is none."""
+    names = [f.name for f in program.factors]
+    if name in names:
+        return name
+    kind = kind_of(source_family or "", name)
+    same = [n for n in names if kind != "other" and kind_of(program.family, n) == kind]
+    suffix = [n for n in same if n.rsplit("_", 1)[-1] == name.rsplit("_", 1)[-1]]  # obj_x → base_x, not _y
+    if suffix or len(same) == 1:
+        return (suffix or same)[0]
+    raise ProgramRejected(f"the {program.family} program has no factor {name!r} (or one of its kind "
+                          f"{kind!r}); factors: {names}")
+
+
+# ---- where a factor may go -------------------------------------------------------------------------------
+def reference(program: GenerationProgram, name: str) -> FactorDef:
+    """The factor's reference definition: the family's where it has one, else the program's."""
+    return next(f for f in reference_schema(program.family, program.factors) if f.name == name)
+
+
+def bounds(ref: FactorDef, allow_ood: bool) -> tuple[float, float]:
+    """Where an edit of a number factor may go: its ID range, or its OOD range when allowed."""
+    lo, hi = ref.ood_range if allow_ood and ref.ood_range else ref.range  # type: ignore[misc]
+    return float(lo), float(hi)
+
+
+def allowed_choices(ref: FactorDef, allow_ood: bool) -> tuple[Any, ...]:
+    """The values an edit of a choice factor may use: its choices, plus the unseen ones when allowed."""
+    return tuple(ref.choices or ()) + (tuple(ref.ood_choices or ()) if allow_ood else ())
+
+
+def movable(ref: FactorDef) -> bool:
+    """An edit can move it: a float range wider than a point, or more than one seen choice."""
+    if ref.type == "choice":
+        return len(ref.choices or ()) >= 2
+    return ref.type == "float" and ref.range is not None and ref.range[1] > ref.range[0]
+
+
+def check_value(program: GenerationProgram, name: str, value: Any, allow_ood: bool) -> tuple[Any, str | None]:
+    """`value` coerced to the factor's type, or an error message a model can act on."""
+    ref = reference(program, name)
+    if ref.type == "choice":
+        allowed = allowed_choices(ref, allow_ood)
+        match = [c for c in allowed if c == value or str(c).lower() == str(value).strip().lower()]
+        if not match:
+            return None, (f"value {value!r} is not a choice of factor {name!r}; allowed: "
+                          f"{', '.join(map(repr, allowed))}")
+        return match[0], None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(float(value)):
+        try:
+            value = float(str(value))
+        except ValueError:
+            return None, f"factor {name!r} is a number ({ref.type}); {value!r} is not"
+    lo, hi = bounds(ref, allow_ood)
+    if not lo - 1e-9 <= float(value) <= hi + 1e-9:
+        return None, f"value {value} of factor {name!r} is outside its allowed range [{lo:g}, {hi:g}]"
+    return float(value), None
+
+
+# ---- edits ---------------------------------------------------------------------------------------------
+def band_edit(ref: FactorDef, value: float, side: int, *, band: float, allow_ood: bool,
+              widest: float = 0.5) -> EditValue:
+    """"At least as extreme as `value`": the range from `value` out to the allowed bound on `side` (+1
+    high, −1 low), at least `band` and at most `widest` of the ID range wide; an int factor is pinned."""
+    lo, hi = bounds(ref, allow_ood)
+    if ref.type == "int":
+        return int(min(max(round(value), lo), hi))
+    rlo, rhi = ref.range  # type: ignore[misc]
+    w = rhi - rlo
+    if side > 0:
+        return (_round(min(max(value, hi - widest * w), hi - band * w)), _round(hi))
+    return (_round(lo), _round(max(min(value, lo + widest * w), lo + band * w)))
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+def side_of(ref: FactorDef, value: float, position: float) -> int:
+    """Which side of the range an edit goes to: the value's, or the hard side for a central value."""
+    if abs(position) >= 0.05:
+        return 1 if position > 0 else -1
+    return ref.hard_side if ref.hard_side is not None else 1
+
+
+def side_edit(ref: FactorDef, side: str | None, values: Sequence[str], *, band: float,
+              allow_ood: bool) -> EditValue:
+    """The mode's end of the range: the top or bottom `band` of the ID range (stretching as far past it
+    when OOD is allowed), or the mode's choice values."""
+    if ref.type == "choice":
+        allowed = allowed_choices(ref, allow_ood)
+        parsed = (json.loads(x) if isinstance(x, str) else x for x in values)
+        chosen = tuple(v for v in parsed if v in allowed)
+        if not chosen:
+            raise ProgramRejected(f"the mode names no allowed value of choice factor {ref.name!r}: "
+                                  f"{list(values)}")
+        return chosen
+    if side not in ("low", "high"):
+        raise ProgramRejected(f"factor {ref.name!r}: a mode without a side needs a diagnosis edit")
+    lo, hi = bounds(ref, allow_ood)
+    rlo, rhi = ref.range  # type: ignore[misc]
+    w = band * (rhi - rlo)
+    a, b = (rhi - w, min(rhi + w, hi)) if side == "high" else (max(rlo - w, lo), rlo + w)
+    if ref.type == "int":
+        return (int(round(a)), int(round(b)))
+    return (float(f"{a:.6g}"), float(f"{b:.6g}"))
+
+
+def back_off(ref: FactorDef, current: FactorDef) -> EditValue:
+    """The program's current range of a number factor moved halfway towards the ID range's centre (the
+    rules writer's repair when scenes from the hard end fail validation)."""
+    if current.type == "choice" or current.range is None or ref.range is None:
+        raise ProgramRejected(f"cannot back off the choice factor {ref.name!r}: the rules writer has no "
+                              "other template for it")
+    lo, hi = current.range
+    centre = (ref.range[0] + ref.range[1]) / 2
+    shift = (centre - (lo + hi) / 2) / 2
+    if abs(shift) < 1e-9:
+        raise ProgramRejected(f"factor {ref.name!r} is already centred; nothing left to back off")
+    a, b = lo + shift, hi + shift
+    return (int(round(a)), int(round(b))) if ref.type == "int" else (float(f"{a:.6g}"), float(f"{b:.6g}"))
+
+
+# ---- matched control edits (verification) ---------------------------------------------------------------
+def _centre_half(ref: FactorDef) -> tuple[float, float]:
+    lo, hi = ref.range  # type: ignore[misc]
+    return (lo + hi) / 2, (hi - lo) / 2
+
+
+def magnitude(ref: FactorDef, value: EditValue) -> tuple[float, float]:
+    """(signed offset of the edit's middle from the range centre, band width), both as shares of the
+    factor's ID half-range / range; a choice: (0 default, 0.5 other seen value, 1.5 unseen value; 0)."""
+    if ref.type == "choice":
+        vals = value if isinstance(value, tuple | list) else (value,)
+        if all(v == ref.default for v in vals):
+            return 0.0, 0.0
+        return (0.5 if all(v in (ref.choices or ()) for v in vals) else 1.5), 0.0
+    centre, half = _centre_half(ref)
+    lo, hi = (value if isinstance(value, tuple | list) else (value, value))
+    if half <= 0:
+        return 0.0, 0.0
+    return ((float(lo) + float(hi)) / 2 - centre) / half, (float(hi) - float(lo)) / (2 * half)
+
+
+def matched_edit(ref: FactorDef, offset: float, width: float, rng: np.random.Generator,
+                 allow_ood: bool) -> EditValue:
+    """An edit of `ref` with the given relative offset and width, towards its hard side (random for
+    factors hard on both sides), inside the allowed bounds."""
+    if ref.type == "choice":
+        seen = [c for c in (ref.choices or ()) if c != ref.default]
+        unseen = list(ref.ood_choices or ()) if allow_ood else []
+        pool = unseen if offset >= 1.0 and unseen else seen if offset > 0.0 and seen else [ref.default]
+        return pool[int(rng.integers(len(pool)))]
+    side = ref.hard_side or (1 if rng.random() < 0.5 else -1)
+    centre, half = _centre_half(ref)
+    lo, hi = bounds(ref, allow_ood)
+    mid = centre + side * abs(offset) * half
+    w = min(width * 2 * half, hi - lo)
+    a = min(max(mid - w / 2, lo), hi - w)
+    if ref.type == "int":
+        return int(round(min(max(mid, lo), hi)))
+    if w == 0:
+        return float(f"{a:.6g}")
+    return (float(f"{a:.6g}"), float(f"{min(a + w, hi):.6g}"))
+
+
+# ---- exploration variants and domain randomization -------------------------------------------------------
+def variant_sides(f: FactorDef) -> list[Any]:
+    """Where a single-factor variant can move `f`: an unseen choice (a seen one when it has none), or
+    "low"/"high" for a number."""
+    if f.type == "choice":
+        return list(f.ood_choices or f.choices or ())
+    return ["low", "high"]
+
+
+def variant_edit(f: FactorDef, side: Any) -> EditValue:
+    """Where a single-factor variant moves `f`: "low"/"high" take the outer half of the part of its OOD
+    range below/above its in-distribution range (the outer third of the ID range on a side with no OOD
+    part); a choice side pins that value. Inside the ID range the bootstrap policy solves nearly
+    everything, and a probe that never fails teaches nothing."""
+    if f.type == "choice":
+        return side
+    lo, hi = f.range  # type: ignore[misc]
+    olo, ohi = f.ood_range or f.range  # type: ignore[misc]
+    third = (hi - lo) / 3
+    if side == "low":
+        value = (olo, (olo + lo) / 2) if olo < lo else (lo, lo + third)
+    else:
+        value = ((hi + ohi) / 2, ohi) if ohi > hi else (hi - third, hi)
+    return (round(value[0]), round(value[1])) if f.type == "int" else value
+
+
+def widened_range(f: FactorDef, widen: float) -> tuple[float, float] | None:
+    """Domain randomization: `f`'s ID range widened by `widen` × its width on each side, within its OOD
+    range (the physically meaningful limits the schema declares); None for a choice, a point range, or
+    no change."""
+    if f.type == "choice" or f.range is None or f.range[1] <= f.range[0]:
+        return None
+    lo, hi = f.range
+    olo, ohi = f.ood_range or f.range
+    w = (hi - lo) * widen
+    new = (max(olo, lo - w), min(ohi, hi + w))
+    if f.type == "int":
+        new = (round(new[0]), round(new[1]))
+    return None if tuple(new) == (lo, hi) else new

@@ -17,7 +17,7 @@ GUARD_NAME = "_sbx_getattr"  # the runtime attribute guard, injected into the pr
 ENTRY_POINT = "generate"
 
 SCENE_NAMES = frozenset({"SceneSpec", "ObjectSpec", "FixtureSpec", "Predicate", "FACTOR_GROUPS",
-                         "PREDICATE_NAMES"})
+                         "PREDICATE_NAMES", "factor_values", "grouped", "fill"})
 TYPING_NAMES = frozenset({"Any", "Optional", "Union", "Sequence", "Iterable", "Iterator", "Mapping",
                           "Callable", "Literal", "Tuple", "List", "Dict"})
 # module -> names `from module import ...` may take (None: any public name of the real module).

@@ -7,12 +7,11 @@ use, so that `from sim import SceneSpec` stays cheap (the sandbox relies on that
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from typing import Any
 
-from sim.scene import FACTOR_GROUPS, FixtureSpec, ObjectSpec, Predicate, SceneSpec
+from common.lazy import lazy_exports
+from sim.scene import FACTOR_GROUPS, FixtureSpec, ObjectSpec, Predicate, SceneSpec  # noqa: F401 (re-exported)
 
 _LAZY = {
     "SimEnv": "sim.env", "WorldState": "sim.world", "StateLayout": "sim.world", "build_scene": "sim.builder",
@@ -47,10 +46,5 @@ def _headless_gl() -> str | None:
 if sys.platform.startswith("linux") and not os.environ.get("MUJOCO_GL") and (_gl := _headless_gl()):
     os.environ["MUJOCO_GL"] = _gl
 
-__all__ = ["FACTOR_GROUPS", "FixtureSpec", "ObjectSpec", "Predicate", "SceneSpec", *_LAZY]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'sim' has no attribute {name!r}")
+__all__, __getattr__ = lazy_exports(
+    __name__, _LAZY, eager=("FACTOR_GROUPS", "FixtureSpec", "ObjectSpec", "Predicate", "SceneSpec"))

@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from sim.scene import FactorGroup
 
 FactorValues = dict[FactorGroup, dict[str, Any]]
+# an edit of one factor: a pinned value, a (lo, hi) range, or a tuple of choices
+EditValue = float | int | bool | str | tuple[float, float] | tuple[Any, ...]
 
 COLORS: dict[str, tuple[float, float, float, float]] = {
     "red": (0.85, 0.15, 0.12, 1),

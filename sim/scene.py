@@ -157,3 +157,30 @@ class SceneSpec(_Model):
     @classmethod
     def from_json(cls, text: str) -> SceneSpec:
         return cls.model_validate_json(text)
+
+
+# ---- helpers for scene builders (the sandbox lets generation programs import these) ----------------------
+def factor_values(schema: tuple[dict[str, Any], ...], factors: dict[str, Any]) -> dict[str, Any]:
+    """Every factor's value: the schema's defaults, overridden by `factors` (unknown names are an error)."""
+    values = {f["name"]: f["default"] for f in schema}
+    unknown = sorted(set(factors) - set(values))
+    if unknown:
+        raise ValueError(f"unknown factors {unknown}; known: {sorted(values)}")
+    values.update(factors)
+    return values
+
+
+def grouped(schema: tuple[dict[str, Any], ...], values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """`values` by factor group, as `SceneSpec.factors` holds them."""
+    out: dict[str, dict[str, Any]] = {g: {} for g in FACTOR_GROUPS}
+    for f in schema:
+        out[f["group"]][f["name"]] = values[f["name"]]
+    return out
+
+
+def fill(template: str, **words: str) -> str:
+    """`template` with each {name} replaced by its word (the sandbox does not offer `str.format`)."""
+    for name, word in words.items():
+        template = template.replace("{" + name + "}", word)
+    return template
+

@@ -16,7 +16,6 @@ the episode raises `ProgramRejected`.
 from __future__ import annotations
 
 import difflib
-import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,12 +26,19 @@ from agents.critic.factors import scene_context
 from agents.critic.rules import confidence, explain, rank_factors
 from agents.critic.summary import FailureSummary, summarize_failure
 from agents.llm.base import LLM, LLMOutputError
-from memory.types import Diagnosis, EditValue, edit_side
+from memory.types import Diagnosis, edit_side
 from programs.errors import ProgramRejected
-from programs.factor_space import reference_schema
+from programs.factor_space import (
+    allowed_choices,
+    band_edit,
+    bounds,
+    check_value,
+    reference,
+    side_of,
+)
 from programs.model import GenerationProgram
 from sim.episode import Episode
-from sim.factors import FactorDef
+from sim.factors import EditValue, FactorDef
 from sim.families.base import get_family
 
 PROMPT = "critic_diagnose"
@@ -59,66 +65,6 @@ class AnswerError(LLMOutputError):
 
 
 # ---- edits -----------------------------------------------------------------------------------------------
-def reference(program: GenerationProgram, name: str) -> FactorDef:
-    """The factor's reference definition: the family's where it has one, else the program's."""
-    return next(f for f in reference_schema(program.family, program.factors) if f.name == name)
-
-
-def bounds(ref: FactorDef, allow_ood: bool) -> tuple[float, float]:
-    """Where an edit of a number factor may go: its ID range, or its OOD range when allowed."""
-    lo, hi = ref.ood_range if allow_ood and ref.ood_range else ref.range  # type: ignore[misc]
-    return float(lo), float(hi)
-
-
-def allowed_choices(ref: FactorDef, allow_ood: bool) -> tuple[Any, ...]:
-    """The values an edit of a choice factor may use: its choices, plus the unseen ones when allowed."""
-    return tuple(ref.choices or ()) + (tuple(ref.ood_choices or ()) if allow_ood else ())
-
-
-def band_edit(ref: FactorDef, value: float, side: int, *, band: float, allow_ood: bool,
-              widest: float = 0.5) -> EditValue:
-    """"At least as extreme as `value`": the range from `value` out to the allowed bound on `side` (+1
-    high, −1 low), at least `band` and at most `widest` of the ID range wide; an int factor is pinned."""
-    lo, hi = bounds(ref, allow_ood)
-    if ref.type == "int":
-        return int(min(max(round(value), lo), hi))
-    rlo, rhi = ref.range  # type: ignore[misc]
-    w = rhi - rlo
-    if side > 0:
-        return (_round(min(max(value, hi - widest * w), hi - band * w)), _round(hi))
-    return (_round(lo), _round(max(min(value, lo + widest * w), lo + band * w)))
-
-
-def _round(x: float) -> float:
-    return float(f"{x:.6g}")
-
-
-def side_of(ref: FactorDef, value: float, position: float) -> int:
-    """Which side of the range an edit goes to: the value's, or the hard side for a central value."""
-    if abs(position) >= 0.05:
-        return 1 if position > 0 else -1
-    return ref.hard_side if ref.hard_side is not None else 1
-
-
-def check_value(program: GenerationProgram, name: str, value: Any, allow_ood: bool) -> tuple[Any, str | None]:
-    """`value` coerced to the factor's type, or an error message a model can act on."""
-    ref = reference(program, name)
-    if ref.type == "choice":
-        allowed = allowed_choices(ref, allow_ood)
-        match = [c for c in allowed if c == value or str(c).lower() == str(value).strip().lower()]
-        if not match:
-            return None, (f"value {value!r} is not a choice of factor {name!r}; allowed: "
-                          f"{', '.join(map(repr, allowed))}")
-        return match[0], None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(float(value)):
-        try:
-            value = float(str(value))
-        except ValueError:
-            return None, f"factor {name!r} is a number ({ref.type}); {value!r} is not"
-    lo, hi = bounds(ref, allow_ood)
-    if not lo - 1e-9 <= float(value) <= hi + 1e-9:
-        return None, f"value {value} of factor {name!r} is outside its allowed range [{lo:g}, {hi:g}]"
-    return float(value), None
 
 
 def targeted_edit(program: GenerationProgram, name: str, value: Any, position: float,

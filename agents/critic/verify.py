@@ -27,14 +27,14 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from agents.critic.diagnose import CriticConfig, bounds, reference
+from agents.critic.diagnose import CriticConfig
 from agents.critic.factors import live_under
-from memory.types import Diagnosis, EditValue, Verdict
+from memory.types import Diagnosis, Verdict
 from programs.edits import edit, edit_many
-from programs.factor_space import family_factors, kind_of
+from programs.factor_space import family_factors, kind_of, magnitude, matched_edit, movable, reference
 from programs.model import GenerationProgram
 from sandbox.pool import SandboxPool, SandboxTask
-from sim.factors import FactorDef
+from sim.factors import EditValue
 from sim.pool import EpisodeJob, EpisodePool, EpisodeResult, PolicyFactory
 from sim.scene import SceneSpec
 
@@ -133,52 +133,6 @@ def decide(diagnosis_id: str, t_fail: int, t_n: int, c_fail: int, c_n: int, conf
 
 
 # ---- the control edit ------------------------------------------------------------------------------------
-def _centre_half(ref: FactorDef) -> tuple[float, float]:
-    lo, hi = ref.range  # type: ignore[misc]
-    return (lo + hi) / 2, (hi - lo) / 2
-
-
-def magnitude(ref: FactorDef, value: EditValue) -> tuple[float, float]:
-    """(signed offset of the edit's middle from the range centre, band width), both as shares of the
-    factor's ID half-range / range; a choice: (0 default, 0.5 other seen value, 1.5 unseen value; 0)."""
-    if ref.type == "choice":
-        vals = value if isinstance(value, tuple | list) else (value,)
-        if all(v == ref.default for v in vals):
-            return 0.0, 0.0
-        return (0.5 if all(v in (ref.choices or ()) for v in vals) else 1.5), 0.0
-    centre, half = _centre_half(ref)
-    lo, hi = (value if isinstance(value, tuple | list) else (value, value))
-    if half <= 0:
-        return 0.0, 0.0
-    return ((float(lo) + float(hi)) / 2 - centre) / half, (float(hi) - float(lo)) / (2 * half)
-
-
-def matched_edit(ref: FactorDef, offset: float, width: float, rng: np.random.Generator,
-                 allow_ood: bool) -> EditValue:
-    """An edit of `ref` with the given relative offset and width, towards its hard side (random for
-    factors hard on both sides), inside the allowed bounds."""
-    if ref.type == "choice":
-        seen = [c for c in (ref.choices or ()) if c != ref.default]
-        unseen = list(ref.ood_choices or ()) if allow_ood else []
-        pool = unseen if offset >= 1.0 and unseen else seen if offset > 0.0 and seen else [ref.default]
-        return pool[int(rng.integers(len(pool)))]
-    side = ref.hard_side or (1 if rng.random() < 0.5 else -1)
-    centre, half = _centre_half(ref)
-    lo, hi = bounds(ref, allow_ood)
-    mid = centre + side * abs(offset) * half
-    w = min(width * 2 * half, hi - lo)
-    a = min(max(mid - w / 2, lo), hi - w)
-    if ref.type == "int":
-        return int(round(min(max(mid, lo), hi)))
-    if w == 0:
-        return float(f"{a:.6g}")
-    return (float(f"{a:.6g}"), float(f"{min(a + w, hi):.6g}"))
-
-
-def _usable(ref: FactorDef) -> bool:
-    if ref.type == "choice":
-        return len(ref.choices or ()) >= 2
-    return ref.type == "float" and ref.range is not None and ref.range[1] > ref.range[0]
 
 
 def pick_control(diagnosis: Diagnosis, program: GenerationProgram, rng: np.random.Generator,
@@ -195,7 +149,7 @@ def pick_control(diagnosis: Diagnosis, program: GenerationProgram, rng: np.rando
     # a control must change the scenes it runs on (not a block's size when the task is pinned to insert)
     live = live_under(program.family, {k: v for k, v in diagnosis.edit.items() if k != diagnosis.factor})
     known = {f.name for f in family_factors(program.family)}
-    pool = [r for r in refs if r.group in config.control_groups and _usable(r)
+    pool = [r for r in refs if r.group in config.control_groups and movable(r)
             and (live is None or r.name in live or r.name not in known)]
     if not pool:
         raise ValueError(f"program {program.hash8} has no factor to use as a control for "

@@ -9,8 +9,7 @@ Names load lazily: `import agents.graph.rundir` does not pull in LangGraph.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from common.lazy import lazy_exports
 
 _LAZY = {
     **dict.fromkeys(("build_graph", "studio_graph", "open_checkpointer", "thread_config"),
@@ -23,11 +22,4 @@ _LAZY = {
     "NODES": "agents.graph.nodes",
 }
 
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agents.graph' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__all__, __getattr__ = lazy_exports(__name__, _LAZY)

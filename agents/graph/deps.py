@@ -13,15 +13,25 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agents.config import CriticConfig, RunConfig, VerifyTestConfig, WriterConfig
 from agents.graph.rundir import RunDir
 
+if TYPE_CHECKING:  # the real types, for readers and type checkers; importing them here would be heavy
+    import numpy as np
+
+    from agents.llm import LLM, CallLog
+    from memory import Diagnosis, DifficultyMode, Ledger, Memory, Verdict
+    from programs.model import GenerationProgram, TrainingProgram
+    from sandbox import SandboxPool
+    from sim.episode import Episode
+    from sim.pool import EpisodePool
+
 # `run_batch(items) -> outcomes`: each item (`agents.critic.verify.BatchItem`: program, factors, seed)
 # generated in the sandbox and rolled out with the current policy; outcomes have `success`,
 # `failing_phase`, `error`
-RunBatch = Callable[[Sequence[Any]], list[Any]]
+RunBatch = Callable[[Sequence[Any]], Sequence[Any]]
 
 
 class Trainer(Protocol):
@@ -52,27 +62,29 @@ class Trainer(Protocol):
 class Agents(Protocol):
     """The critic, verifier and writers (`HelperAgents`: agents.critic and agents.writers)."""
 
-    def diagnose(self, episode: Any, program: Any, llm: Any, *, critic: str, episode_id: str,
-                 feedback: str | None) -> Any:
+    def diagnose(self, episode: Episode, program: GenerationProgram, llm: LLM | None, *, critic: str,
+                 episode_id: str, feedback: str | None) -> Diagnosis:
         """A failed episode → `memory.Diagnosis`, in one attempt (the node retries, feeding the previous
         error back as `feedback`); malformed LLM output raises `LLMOutputError`, a rules critic without an
         answer `programs.errors.ProgramRejected`."""
         ...
 
-    def verify(self, diagnosis: Any, program: Any, run_batch: RunBatch, *, n: int, alpha: float,
-               rng: Any) -> Any:
+    def verify(self, diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch, *, n: int,
+               alpha: float, rng: np.random.Generator) -> Verdict:
         """Targeted vs control batch → `memory.Verdict`."""
         ...
 
-    def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
-                                 round: int, diagnosis: Any = None) -> Any:
+    def write_generation_program(self, mode: DifficultyMode, base: GenerationProgram, llm: LLM | None,
+                                 feedback: str | None, *, round_no: int,
+                                 diagnosis: Diagnosis | None = None) -> GenerationProgram:
         """A generation program for a difficulty mode, derived from `base`, in one attempt; `feedback` is
         the error of the previous attempt; `diagnosis` the validated diagnosis the mode came from, when
         there is one. Expected failures: see `agents.graph.nodes.work.agent_failures`."""
         ...
 
-    def write_training_program(self, diagnosis: Any, base: Any, llm: Any, *, mode_id: str, round: int,
-                               demos: Sequence[Any], feedback: str | None) -> Any:
+    def write_training_program(self, diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None, *,
+                               mode_id: str, round_no: int, demos: Sequence[Episode],
+                               feedback: str | None) -> TrainingProgram:
         """A training program for a diagnosis (refined against `demos` when they disagree), in one
         attempt."""
         ...
@@ -81,9 +93,9 @@ class Agents(Protocol):
 class Reporter(Protocol):
     """Live progress: nodes starting and ending, episode batches ticking, a table per round."""
 
-    def node_start(self, round: int, node: str) -> None: ...
+    def node_start(self, round_no: int, node: str) -> None: ...
 
-    def node_end(self, round: int, node: str, summary: str, cost: dict[str, float]) -> None: ...
+    def node_end(self, round_no: int, node: str, summary: str, cost: dict[str, float]) -> None: ...
 
     def progress(self, what: str, total: int) -> Callable[[Any], None]: ...
 
@@ -95,10 +107,10 @@ class Reporter(Protocol):
 class QuietReporter:
     """Reports nothing (tests, or `--quiet`)."""
 
-    def node_start(self, round: int, node: str) -> None:
+    def node_start(self, round_no: int, node: str) -> None:
         pass
 
-    def node_end(self, round: int, node: str, summary: str, cost: dict[str, float]) -> None:
+    def node_end(self, round_no: int, node: str, summary: str, cost: dict[str, float]) -> None:
         pass
 
     def progress(self, what: str, total: int) -> Callable[[Any], None]:
@@ -142,15 +154,15 @@ class HelperAgents:
         return cls(critic=config.critic, writer=config.writer, verify=config.verify,
                    agreement_threshold=config.compile.agreement_threshold)
 
-    def diagnose(self, episode: Any, program: Any, llm: Any, *, critic: str, episode_id: str,
-                 feedback: str | None) -> Any:
+    def diagnose(self, episode: Episode, program: GenerationProgram, llm: LLM | None, *, critic: str,
+                 episode_id: str, feedback: str | None) -> Diagnosis:
         from agents.critic.diagnose import diagnose
 
         return diagnose(episode, program, llm, critic=critic, config=self.critic, episode_id=episode_id,
                         feedback=feedback)
 
-    def verify(self, diagnosis: Any, program: Any, run_batch: RunBatch, *, n: int, alpha: float,
-               rng: Any) -> Any:
+    def verify(self, diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch, *, n: int,
+               alpha: float, rng: np.random.Generator) -> Verdict:
         from agents.critic.verify import VerifyConfig, verify
 
         v = self.verify_config
@@ -160,21 +172,23 @@ class HelperAgents:
                               critic=self.critic)
         return verify(diagnosis, program, run_batch, n=n, rng=rng, config=config)
 
-    def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
-                                 round: int, diagnosis: Any = None) -> Any:
+    def write_generation_program(self, mode: DifficultyMode, base: GenerationProgram, llm: LLM | None,
+                                 feedback: str | None, *, round_no: int,
+                                 diagnosis: Diagnosis | None = None) -> GenerationProgram:
         from agents.writers.generation import write_generation_program
 
-        return write_generation_program(mode, base, llm, feedback, round=round, diagnosis=diagnosis,
+        return write_generation_program(mode, base, llm, feedback, round_no=round_no, diagnosis=diagnosis,
                                         config=self.writer)
 
-    def write_training_program(self, diagnosis: Any, base: Any, llm: Any, *, mode_id: str, round: int,
-                               demos: Sequence[Any], feedback: str | None) -> Any:
+    def write_training_program(self, diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None, *,
+                               mode_id: str, round_no: int, demos: Sequence[Episode],
+                               feedback: str | None) -> TrainingProgram:
         from agents.writers.training import write_training_program
         from programs.refine import Evidence
 
         evidence = Evidence(list(demos), self.agreement_threshold) if demos else None
-        return write_training_program(diagnosis, base, llm, mode_id=mode_id, round=round, evidence=evidence,
-                                      feedback=feedback, config=self.writer)
+        return write_training_program(diagnosis, base, llm, mode_id=mode_id, round_no=round_no,
+                                      evidence=evidence, feedback=feedback, config=self.writer)
 
 
 @dataclass
@@ -183,17 +197,17 @@ class Deps:
 
     config: RunConfig
     run: RunDir
-    sandbox: Any  # sandbox.SandboxPool (started)
-    episodes: Any  # sim.pool.EpisodePool (started)
+    sandbox: SandboxPool  # started
+    episodes: EpisodePool  # started
     trainer: Trainer
     agents: Agents = field(default_factory=HelperAgents)
-    llm: Any = None  # agents.llm.LLM, or None for the rules critic and writer
-    memory: Any = None  # memory.Memory for methods with memory, else None
-    ledger: Any = None  # memory.Ledger (the memory's own when there is one)
+    llm: LLM | None = None  # None for the rules critic and writer
+    memory: Memory | None = None  # for methods with memory
+    ledger: Ledger | None = None  # learning progress (the memory's own when there is one)
     reporter: Reporter = field(default_factory=QuietReporter)
     meter: Meter = field(default_factory=Meter)
     clock: Callable[[], float] = time.perf_counter
-    call_log: Any = None  # agents.llm.CallLog of the LLM's calls, read for per-node cost
+    call_log: CallLog | None = None  # the LLM's calls, read for per-node cost
 
 
 @contextlib.contextmanager

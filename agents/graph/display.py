@@ -81,15 +81,15 @@ class RichReporter:
     def __exit__(self, *exc: object) -> None:
         self.bar.stop()
 
-    def node_start(self, round: int, node: str) -> None:
-        self._tasks.append(self.bar.add_task(f"round {round} · {node}", total=None))
+    def node_start(self, round_no: int, node: str) -> None:
+        self._tasks.append(self.bar.add_task(f"round {round_no} · {node}", total=None))
 
     def progress(self, what: str, total: int) -> Callable[[Any], None]:
         task = self.bar.add_task(f"  {what}", total=total)
         self._tasks.append(task)
         return lambda _=None: self.bar.advance(task)
 
-    def node_end(self, round: int, node: str, summary: str, cost: dict[str, float]) -> None:
+    def node_end(self, round_no: int, node: str, summary: str, cost: dict[str, float]) -> None:
         for t in self._tasks:
             self.bar.remove_task(t)
         self._tasks.clear()
@@ -100,7 +100,7 @@ class RichReporter:
         if cost.get("sim_steps"):
             parts.append(f"{int(cost['sim_steps'])} sim steps")
         done = " · ".join(parts)
-        self.console.print(f"[green]✓[/] round {round} · [bold]{node:<9}[/] {done}  [dim]{summary}[/]")
+        self.console.print(f"[green]✓[/] round {round_no} · [bold]{node:<9}[/] {done}  [dim]{summary}[/]")
 
     def log(self, message: str) -> None:
         self.console.print(f"[yellow]![/] {message}")
@@ -159,8 +159,8 @@ def _rel_links(run: RunDir, paths: list[str]) -> str:
     return " ".join(f'<a href="{html.escape(p)}">{html.escape(Path(p).name)}</a>' for p in paths)
 
 
-def _thumbs(run: RunDir, round: int, limit: int = 24) -> str:
-    d = run.root / "scenes" / f"round_{round:02d}"
+def _thumbs(run: RunDir, round_no: int, limit: int = 24) -> str:
+    d = run.root / "scenes" / f"round_{round_no:02d}"
     pngs = sorted(d.glob("*.png"))[:limit] if d.exists() else []
     return "".join(f'<figure><img src="{run.rel(p)}" width="128"><figcaption>{html.escape(p.stem[:28])}'
                    "</figcaption></figure>" for p in pngs)

@@ -42,9 +42,9 @@ class RunDir:
         p = Path(rel)
         return p if p.is_absolute() else self.root / p
 
-    def round_dir(self, kind: str, round: int) -> Path:
+    def round_dir(self, kind: str, round_no: int) -> Path:
         """`<root>/<kind>/round_XX/`, created."""
-        d = self.root / kind / f"round_{round:02d}"
+        d = self.root / kind / f"round_{round_no:02d}"
         d.mkdir(parents=True, exist_ok=True)
         return d
 
@@ -54,8 +54,8 @@ class RunDir:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
-    def policy(self, round: int) -> Path:
-        return self.dir("policy") / f"round_{round:02d}.pt"
+    def policy(self, round_no: int) -> Path:
+        return self.dir("policy") / f"round_{round_no:02d}.pt"
 
     @property
     def config(self) -> Path:

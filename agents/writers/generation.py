@@ -13,24 +13,29 @@ unusable raises `WriterError` (an `LLMOutputError`) whose `feedback()` the calle
 from __future__ import annotations
 
 import difflib
-import json
-from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agents.critic.diagnose import allowed_choices, bounds, check_value, reference
 from agents.llm.base import LLM, LLMOutputError
 from agents.writers.base import ProgramRejected, WriterConfig, WriterError
-from memory.types import Diagnosis, DifficultyMode, EditValue
+from memory.types import Diagnosis, DifficultyMode
 from programs.checks import check_generation
 from programs.edits import edit_many
-from programs.factor_space import kind_of
+from programs.factor_space import (
+    allowed_choices,
+    back_off,
+    bounds,
+    check_value,
+    reference,
+    resolve_factor,
+    side_edit,
+)
 from programs.model import GenerationProgram
 from programs.source import generation_from_source
 from sandbox.policy import check_source
 from sandbox.pool import SandboxPool
-from sim.factors import FactorDef
+from sim.factors import EditValue
 
 GEN_PROMPT = "writer_generation"
 
@@ -54,66 +59,14 @@ class GenerationOut(BaseModel):
 
 
 # ---- generation programs ---------------------------------------------------------------------------------
-def resolve_factor(name: str, program: GenerationProgram, source_family: str | None = None) -> str:
-    """`name` if the program has it, else the program's factor of the same kind and suffix (a mode founded
-    in another family: `obj_yaw` in pick_place is `piece_yaw` in stack_insert, `target_x` is `base_x`);
-    `ProgramRejected` if there is none."""
-    names = [f.name for f in program.factors]
-    if name in names:
-        return name
-    kind = kind_of(source_family or "", name)
-    same = [n for n in names if kind != "other" and kind_of(program.family, n) == kind]
-    suffix = [n for n in same if n.rsplit("_", 1)[-1] == name.rsplit("_", 1)[-1]]  # obj_x → base_x, not _y
-    if suffix or len(same) == 1:
-        return (suffix or same)[0]
-    raise ProgramRejected(f"the {program.family} program has no factor {name!r} (or one of its kind "
-                          f"{kind!r}); factors: {names}")
-
-
-def side_edit(ref: FactorDef, side: str | None, values: Sequence[str], *, band: float,
-              allow_ood: bool) -> EditValue:
-    """The mode's end of the range: the top or bottom `band` of the ID range (stretching as far past it
-    when OOD is allowed), or the mode's choice values."""
-    if ref.type == "choice":
-        allowed = allowed_choices(ref, allow_ood)
-        parsed = (json.loads(x) if isinstance(x, str) else x for x in values)
-        chosen = tuple(v for v in parsed if v in allowed)
-        if not chosen:
-            raise ProgramRejected(f"the mode names no allowed value of choice factor {ref.name!r}: "
-                                  f"{list(values)}")
-        return chosen
-    if side not in ("low", "high"):
-        raise ProgramRejected(f"factor {ref.name!r}: a mode without a side needs a diagnosis edit")
-    lo, hi = bounds(ref, allow_ood)
-    rlo, rhi = ref.range  # type: ignore[misc]
-    w = band * (rhi - rlo)
-    a, b = (rhi - w, min(rhi + w, hi)) if side == "high" else (max(rlo - w, lo), rlo + w)
-    if ref.type == "int":
-        return (int(round(a)), int(round(b)))
-    return (float(f"{a:.6g}"), float(f"{b:.6g}"))
 
 
 def _mode_text(mode: DifficultyMode, diagnosis: Diagnosis | None) -> str:
     return f"mode {mode.id}: {mode.description}" + (f" | {diagnosis.text()}" if diagnosis else "")
 
 
-def back_off(ref: FactorDef, current: FactorDef) -> EditValue:
-    """The program's current range of a number factor moved halfway towards the ID range's centre (the
-    rules writer's repair when scenes from the hard end fail validation)."""
-    if current.type == "choice" or current.range is None or ref.range is None:
-        raise ProgramRejected(f"cannot back off the choice factor {ref.name!r}: the rules writer has no "
-                              "other template for it")
-    lo, hi = current.range
-    centre = (ref.range[0] + ref.range[1]) / 2
-    shift = (centre - (lo + hi) / 2) / 2
-    if abs(shift) < 1e-9:
-        raise ProgramRejected(f"factor {ref.name!r} is already centred; nothing left to back off")
-    a, b = lo + shift, hi + shift
-    return (int(round(a)), int(round(b))) if ref.type == "int" else (float(f"{a:.6g}"), float(f"{b:.6g}"))
-
-
 def rules_generation(mode: DifficultyMode, base: GenerationProgram, *, diagnosis: Diagnosis | None = None,
-                     round: int | None = None, feedback: str | None = None,
+                     round_no: int | None = None, feedback: str | None = None,
                      config: WriterConfig = WriterConfig()) -> GenerationProgram:
     """The template writer: `programs.edit` of the mode's factor — the diagnosis's own edit when it is
     about this family's factor, else the mode's side of the range. Given `feedback` on a program already
@@ -127,11 +80,11 @@ def rules_generation(mode: DifficultyMode, base: GenerationProgram, *, diagnosis
     elif diagnosis is not None and name == diagnosis.factor and name in diagnosis.edit:
         known = {f.name for f in base.factors}  # the edit and the task choices it holds under
         return edit_many(base, {k: v for k, v in diagnosis.edit.items() if k in known}, diagnosis=text,
-                         mode_id=mode.id, round=round)
+                         mode_id=mode.id, round_no=round_no)
     else:
         value = side_edit(reference(base, name), mode.side, mode.values, band=config.band,
                           allow_ood=config.allow_ood)
-    return edit_many(base, {name: value}, diagnosis=text, mode_id=mode.id, round=round)
+    return edit_many(base, {name: value}, diagnosis=text, mode_id=mode.id, round_no=round_no)
 
 
 def _edit_value(e: FactorEditOut, program: GenerationProgram, config: WriterConfig) -> EditValue:
@@ -166,11 +119,11 @@ def _edit_value(e: FactorEditOut, program: GenerationProgram, config: WriterConf
 
 
 def _apply(out: GenerationOut, mode: DifficultyMode, base: GenerationProgram, want: str,
-           pins: dict[str, EditValue], round: int | None, config: WriterConfig) -> GenerationProgram:
+           pins: dict[str, EditValue], round_no: int | None, config: WriterConfig) -> GenerationProgram:
     """The LLM's edits (or source) as a program; `want` must be edited, `pins` (the diagnosis's task
     context) are added unless the answer set them itself."""
     raw = out.model_dump_json()
-    meta = {"mode_id": mode.id, "round": base.round if round is None else round,
+    meta = {"mode_id": mode.id, "round": base.round if round_no is None else round_no,
             "diagnosis": f"{_mode_text(mode, None)} | {out.rationale}".strip(" |")}
     program = base
     if out.source:
@@ -207,7 +160,8 @@ def _apply(out: GenerationOut, mode: DifficultyMode, base: GenerationProgram, wa
         meta["diagnosis"] += f" | invalid extra edits dropped: {' | '.join(dropped)}"
     changes = {k: v for k, v in pins.items() if k in names} | changes
     if changes:
-        program = edit_many(program, changes, **meta)
+        program = edit_many(program, changes, mode_id=meta["mode_id"], round_no=meta["round"],
+                            diagnosis=meta["diagnosis"])
     return program
 
 
@@ -245,13 +199,13 @@ def generation_variables(mode: DifficultyMode, base: GenerationProgram, diagnosi
 
 def write_generation_program(mode: DifficultyMode, base: GenerationProgram, llm: LLM | None = None,
                              feedback: str | None = None, *, diagnosis: Diagnosis | None = None,
-                             round: int | None = None, pool: SandboxPool | None = None,
+                             round_no: int | None = None, pool: SandboxPool | None = None,
                              config: WriterConfig = WriterConfig()) -> GenerationProgram:
     """A generation program for `mode`, derived from `base` (rules without an LLM). Raises `WriterError`
     when the LLM's answer (after `config.retries` retries) is unusable or fails the checks, and
     `ProgramRejected` when the mode names no factor of this program or the rules have no template for it."""
     if llm is None:
-        program = rules_generation(mode, base, diagnosis=diagnosis, round=round, feedback=feedback,
+        program = rules_generation(mode, base, diagnosis=diagnosis, round_no=round_no, feedback=feedback,
                                    config=config)
         errors = program_errors(program, pool)
         if errors:  # a template edit of a checked program: a broken base, reported like a writer failure
@@ -267,7 +221,7 @@ def write_generation_program(mode: DifficultyMode, base: GenerationProgram, llm:
         try:
             out = llm.structured(GEN_PROMPT, {**variables, "feedback": note}, GenerationOut,
                                  max_tokens=budget)
-            program = _apply(out, mode, base, want, pins, round, config)
+            program = _apply(out, mode, base, want, pins, round_no, config)
             errors = program_errors(program, pool)
             if errors:
                 raise WriterError(GEN_PROMPT, "the program fails its checks:\n" + "\n".join(errors),

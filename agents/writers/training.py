@@ -143,13 +143,13 @@ def _with(base: TrainingProgram, **update: Any) -> TrainingProgram:
 
 
 def rules_training(diagnosis: Diagnosis, base: TrainingProgram, *, mode_id: str | None = None,
-                   round: int | None = None, evidence: Evidence | None = None,
+                   round_no: int | None = None, evidence: Evidence | None = None,
                    config: WriterConfig = WriterConfig()) -> TrainingProgram:
     """The seed program with the mode and diagnosis recorded, plus (when `config.emphasis` and the phase
     allows) one subgoal staging the diagnosed phase more finely — kept only if it passes the checks and,
     with `evidence`, agrees with the demonstrations at least as well as the plain program."""
     meta = {"parent_id": base.id, "mode_id": mode_id or base.mode_id,
-            "round": base.round if round is None else round, "diagnosis": diagnosis.text()}
+            "round": base.round if round_no is None else round_no, "diagnosis": diagnosis.text()}
     plain = _with(base, **meta)
     if not config.emphasis:
         return plain
@@ -195,15 +195,16 @@ def subgoals_program(out: SubgoalsOut, base: TrainingProgram, meta: dict[str, An
 
 
 def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None = None, *,
-                           mode_id: str | None = None, round: int | None = None,
+                           mode_id: str | None = None, round_no: int | None = None,
                            evidence: Evidence | None = None, feedback: str | None = None,
                            config: WriterConfig = WriterConfig()) -> TrainingProgram:
     """A training program for the diagnosed difficulty (rules without an LLM). With `evidence` (expert
     demos) the LLM's program is refined when it agrees below the threshold (`programs.refine`)."""
     if llm is None:
-        return rules_training(diagnosis, base, mode_id=mode_id, round=round, evidence=evidence, config=config)
+        return rules_training(diagnosis, base, mode_id=mode_id, round_no=round_no, evidence=evidence,
+                              config=config)
     meta = {"parent_id": base.id, "mode_id": mode_id or base.mode_id,
-            "round": base.round if round is None else round, "diagnosis": diagnosis.text()}
+            "round": base.round if round_no is None else round_no, "diagnosis": diagnosis.text()}
     variables = training_variables(base, diagnosis)
     note = feedback or ""
     for attempt in range(config.retries + 1):

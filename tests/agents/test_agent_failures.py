@@ -13,8 +13,9 @@ import pytest
 
 from agents.graph.deps import open_deps
 from agents.graph.rundir import read_metrics
-from agents.writers.generation import back_off, resolve_factor, side_edit
+from agents.writers.generation import resolve_factor
 from programs.errors import ProgramRejected
+from programs.factor_space import back_off, side_edit
 from programs.seeds import seed_library
 from tests.agents.graphkit import accepted_per_family, config, run_graph
 from tests.fakes.agents import ScriptedAgents
@@ -40,7 +41,7 @@ class SlotWriterBug(ScriptedAgents):
     """compile's generation writer fails as expected (so the mode reaches round 2 without a program), the
     slot's writer call then hits a bug."""
 
-    def write_generation_program(self, mode, base, llm, feedback, *, round, diagnosis=None):
+    def write_generation_program(self, mode, base, llm, feedback, *, round_no, diagnosis=None):
         self.calls.append(("write_generation", feedback))
         if diagnosis is not None:
             raise ProgramRejected("no template for this mode")

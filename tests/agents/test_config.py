@@ -83,8 +83,8 @@ def test_helper_agents_use_the_runs_critic_writer_verify_and_compile_knobs(monke
     agents = HelperAgents.from_config(CUSTOM)
     agents.diagnose(None, None, None, critic="rules", episode_id="ep", feedback=None)
     agents.verify(None, None, None, n=6, alpha=0.2, rng=None)
-    agents.write_generation_program(None, None, None, None, round=1)
-    agents.write_training_program(None, None, None, mode_id="m", round=1, demos=["demo"], feedback=None)
+    agents.write_generation_program(None, None, None, None, round_no=1)
+    agents.write_training_program(None, None, None, mode_id="m", round_no=1, demos=["demo"], feedback=None)
     assert seen["diagnose"]["config"] is CUSTOM.critic
     v = seen["verify"]["config"]
     assert (v.alpha, v.min_valid, v.control_factor, v.control_groups) == (0.2, 2, "obj_x", ("spatial",))

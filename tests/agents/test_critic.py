@@ -10,15 +10,14 @@ from agents.critic.diagnose import (
     CriticConfig,
     DiagnosisOut,
     answer_to_diagnosis,
-    band_edit,
     diagnose,
-    reference,
     summarize_failure,
 )
 from agents.critic.factors import read_factors, scene_context
 from agents.critic.rules import rank_factors
 from agents.critic.summary import FailureSummary
 from agents.llm.base import LLMOutputError
+from programs.factor_space import band_edit, reference
 from programs.seeds import seed_library
 from sim.episode import Episode, ExpertPolicy, run_episode
 from sim.families import get_family

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import fisher_exact
 
-from agents.critic.diagnose import CriticConfig, reference
+from agents.critic.diagnose import CriticConfig
 from agents.critic.verify import (
     Errored,
     VerifyConfig,
@@ -15,13 +15,13 @@ from agents.critic.verify import (
     control_edit,
     decide,
     fisher_greater,
-    magnitude,
     refuted_share,
     run_verification,
     sandbox_run_batch,
     verify,
 )
 from memory.types import Diagnosis
+from programs.factor_space import magnitude, reference
 from programs.seeds import seed_library
 from sandbox import PoolConfig, SandboxPool
 from tests.fakes.agents_fakes import FactorRunBatch, FakeOutcome, FakeSandboxPool

@@ -42,7 +42,7 @@ def dx(factor: str = "obj_yaw", edit=(0.45, 0.6), phase: str = "grasp") -> Diagn
 
 # ---- generation, rules -----------------------------------------------------------------------------------
 def test_rules_writer_edits_the_modes_side_and_keeps_source_and_schema_in_step():
-    p = write_generation_program(mode(), GEN, None, round=3)
+    p = write_generation_program(mode(), GEN, None, round_no=3)
     f = p.factor("obj_yaw")
     assert f.range == (0.3, 0.6) and f.default == 0.3
     assert (p.mode_id, p.parent_id, p.round, p.family) == ("obj_yaw_grasp", GEN.id, 3, "pick_place")
@@ -80,7 +80,7 @@ EDITS = {"edits": [{"factor": "obj_yaw", "low": 0.4, "high": 0.6}, {"factor": "s
 
 def test_llm_writer_applies_checked_edits_in_one_lineage_step():
     llm, completer = queued_llm(EDITS)
-    p = write_generation_program(mode(), GEN, llm, diagnosis=dx(), round=2)
+    p = write_generation_program(mode(), GEN, llm, diagnosis=dx(), round_no=2)
     assert p.factor("obj_yaw").range == (0.4, 0.6) and p.factor("shape").choices == ("cube",)
     assert (p.parent_id, p.mode_id, p.round) == (GEN.id, "obj_yaw_grasp", 2)
     assert "square objects" in p.diagnosis and check_generation(p) == []
@@ -143,7 +143,8 @@ def test_llm_writer_source_is_checked_statically_and_in_the_sandbox():
     with pytest.raises(WriterError, match="import of 'os' is not allowed"):
         write_generation_program(mode(), GEN, llm, config=cfg)
     assert "def generate" in completer.requests[0].user  # the base source is shown when a rewrite is allowed
-    crashes = GEN.source.replace("    v = _values(factors)", "    v = _values(factors) if 1 / 0 else None", 1)
+    crashes = GEN.source.replace("    v = factor_values(FACTORS, factors)",
+                                 "    v = factor_values(FACTORS, factors) if 1 / 0 else None", 1)
     assert crashes != GEN.source
     with SandboxPool(PoolConfig(workers=1)) as pool:
         llm, _ = queued_llm({"source": crashes, "edits": [{"factor": "obj_yaw", "low": 0.4, "high": 0.6}]})
@@ -162,7 +163,7 @@ def test_llm_writer_source_is_checked_statically_and_in_the_sandbox():
 ])
 def test_rules_training_adds_a_cumulative_subgoal_for_the_phase(family, phase, name, before):
     base = LIB[family][1]
-    tp = write_training_program(dx(phase=phase), base, None, mode_id="obj_yaw_grasp", round=2)
+    tp = write_training_program(dx(phase=phase), base, None, mode_id="obj_yaw_grasp", round_no=2)
     names = [g.name for g in tp.subgoals]
     assert names.index(name) == names.index(before) - 1 and tp.m == base.m + 1
     added = tp.subgoals[names.index(name)]

@@ -48,7 +48,7 @@ class ScriptedAgents:
                        control_failure_rate=0.0, statistic=1.0, p_value=0.01, n=n)
 
     def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
-                                 round: int, diagnosis: Any = None) -> Any:
+                                 round_no: int, diagnosis: Any = None) -> Any:
         self.calls.append(("write_generation", feedback))
         self.generation_diagnoses.append(diagnosis)
         if self.writer_errors > 0:
@@ -56,12 +56,12 @@ class ScriptedAgents:
             raise ProgramRejected("scripted writer failure")
         if self.bad_programs > 0:
             self.bad_programs -= 1
-            return edit(base, self.bad_factor, self.bad_value, mode_id=mode.id, round=round)
-        return edit(base, mode.factor, self.band, mode_id=mode.id, round=round)
+            return edit(base, self.bad_factor, self.bad_value, mode_id=mode.id, round_no=round_no)
+        return edit(base, mode.factor, self.band, mode_id=mode.id, round_no=round_no)
 
     def write_training_program(self, diagnosis: Any, base: TrainingProgram, llm: Any, *, mode_id: str,
-                               round: int, demos: Sequence[Any], feedback: str | None) -> TrainingProgram:
+                               round_no: int, demos: Sequence[Any], feedback: str | None) -> TrainingProgram:
         self.calls.append(("write_training", len(demos)))
         return TrainingProgram.model_validate({**base.model_dump(exclude={"id"}), "mode_id": mode_id,
-                                               "round": round, "parent_id": base.id,
+                                               "round": round_no, "parent_id": base.id,
                                                "diagnosis": diagnosis.text()})

@@ -18,9 +18,9 @@ from tests.memory.helpers import FAR, YAW_B, diag, record, validated
 UNRELATED = "Rendering the scene took too long, so the evaluation job ran out of wall-clock time."
 
 
-def _validate(mem: Memory, d, family: str = "pick_place", round: int = 1):
+def _validate(mem: Memory, d, family: str = "pick_place", round_no: int = 1):
     mem.add_episode(record(d.episode_id, family), d)
-    return mem.add_validated(d, validated(d), family, round=round)
+    return mem.add_validated(d, validated(d), family, round_no=round_no)
 
 
 def _snapshot(mem: Memory) -> dict:
@@ -30,7 +30,7 @@ def _snapshot(mem: Memory) -> dict:
 
 def _fill(mem: Memory) -> None:
     m = _validate(mem, diag("e1"))
-    _validate(mem, diag("e2", YAW_B, edit={"obj_yaw": 1.3}), family="put_inside", round=2)
+    _validate(mem, diag("e2", YAW_B, edit={"obj_yaw": 1.3}), family="put_inside", round_no=2)
     e = mem.add_programs(m.id, "g1", "t1", "pick_place", ("programs/round_01/g.py", "programs/round_01/t.py"))
     mem.record_use(e, "put_inside", 2)
     mem.ledger.record(m.id, "pick_place", 1, 0.2, n=10)
@@ -113,11 +113,11 @@ def test_unknown_side_joins(mem: Memory) -> None:
 def test_cross_family_programs_and_reuse_count(mem: Memory) -> None:
     m = _validate(mem, diag("e1"))
     _validate(mem, diag("e2", YAW_B), family="put_inside")
-    own = mem.add_programs(m.id, "g_pp", "t_pp", "pick_place", ("gen_pp.py", "train_pp.py"), round=1)
+    own = mem.add_programs(m.id, "g_pp", "t_pp", "pick_place", ("gen_pp.py", "train_pp.py"), round_no=1)
     assert mem.programs_for(m.id, family="put_inside") == [own]  # put_inside has none yet: pick_place's
     assert mem.record_use(own, "put_inside", 2) is True
     assert mem.record_use(own, "pick_place", 2) is False
-    adapted = mem.add_programs(m.id, "g_pi", "t_pi", "put_inside", ("gen_pi.py", "train_pi.py"), round=2)
+    adapted = mem.add_programs(m.id, "g_pi", "t_pi", "put_inside", ("gen_pi.py", "train_pi.py"), round_no=2)
     assert mem.programs_for(m.id, family="put_inside") == [adapted, own]
     assert mem.programs_for(m.id, family="pick_place") == [own, adapted]
     assert mem.reuse_stats() == {"uses": 2, "cross_family": 1, "by_pair": {"pick_place->put_inside": 1}}
@@ -128,14 +128,14 @@ def test_cross_family_programs_and_reuse_count(mem: Memory) -> None:
 def test_upserts_are_idempotent(mem: Memory) -> None:
     d = diag("e1")
     mode_id = _validate(mem, d).id
-    e1 = mem.add_programs(mode_id, "g", "t", "pick_place", ("a.py", "b.py"), round=1)
+    e1 = mem.add_programs(mode_id, "g", "t", "pick_place", ("a.py", "b.py"), round_no=1)
     mem.record_use(e1, "put_inside", 2)
     m1 = mem.mode(mode_id)
     before = _snapshot(mem)
     for _ in range(2):  # a resumed run repeats rollout, diagnose, remember and generate
         mem.add_episode(record("e1"), d)
-        assert mem.add_validated(d, validated(d), "pick_place", round=3) == m1
-        assert mem.add_programs(mode_id, "g", "t", "pick_place", ("a.py", "b.py"), round=4) == e1
+        assert mem.add_validated(d, validated(d), "pick_place", round_no=3) == m1
+        assert mem.add_programs(mode_id, "g", "t", "pick_place", ("a.py", "b.py"), round_no=4) == e1
         mem.record_use(e1, "put_inside", 2)
     assert _snapshot(mem) == before
     assert mem.diagnoses(mode_id, status="validated") == [d]  # re-adding the episode kept the verdict

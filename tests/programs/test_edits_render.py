@@ -47,7 +47,7 @@ def test_models_validate():
 
 
 def test_pin_edit_makes_a_child_with_a_synced_source():
-    child = edit(GEN, "obj_yaw", 1.2, diagnosis="grasp fails at large yaw", mode_id="yaw_grasp", round=3)
+    child = edit(GEN, "obj_yaw", 1.2, diagnosis="grasp fails at large yaw", mode_id="yaw_grasp", round_no=3)
     f = child.factor("obj_yaw")
     assert (f.default, f.range) == (1.2, (1.2, 1.2)) and f.ood_range == (-1.5, 1.5)
     assert child.parent_id == GEN.id and child.id != GEN.id
@@ -97,7 +97,7 @@ def _programs():
     out = []
     for gen, train in seed_library().values():
         out += [gen, train]
-    out.append(edit(GEN, "obj_yaw", (1.0, 1.5), diagnosis="a long diagnosis " * 12, mode_id="m1", round=3))
+    out.append(edit(GEN, "obj_yaw", (1.0, 1.5), diagnosis="a long diagnosis " * 12, mode_id="m1", round_no=3))
     out.append(TrainingProgram.model_validate({**TRAIN.model_dump(exclude={"id"}), "parent_id": TRAIN.id,
                                                "diagnosis": "line one\nline 'two' \"quoted\"", "beta": 0.5}))
     return out
@@ -129,7 +129,7 @@ def test_hand_edited_file_is_reported(tmp_path):
 
 
 def test_header_shows_lineage_and_factor_table():
-    child = edit(GEN, "obj_yaw", (1.0, 1.5), diagnosis="grasp fails at large yaw", mode_id="yaw", round=3)
+    child = edit(GEN, "obj_yaw", (1.0, 1.5), diagnosis="grasp fails at large yaw", mode_id="yaw", round_no=3)
     text = render(child)
     assert f"parent      {GEN.id[:8]} ({GEN.id})" in text
     assert "diagnosis   grasp fails at large yaw" in text

@@ -27,7 +27,7 @@ NODES: dict[str, tuple[Node, Summary]] = {
     "diagnose": (_diagnose.diagnose, _diagnose.summary_diagnose),
     "verify": (_diagnose.verify, _diagnose.summary_verify),
     "remember": (_remember.remember, _remember.summary_remember),
-    "compile": (_remember.compile, _remember.summary_compile),
+    "compile": (_remember.compile_programs, _remember.summary_compile),
     "train": (_learn.train, _learn.summary_train),
     "measure": (_learn.measure, _learn.summary_measure),
     "report": (_report.report, _report.summary),

@@ -29,10 +29,10 @@ from agents.graph.nodes.arms import (
     seed_programs,
     variant_id,
     variant_program,
-    variant_sides,
 )
 from agents.graph.nodes.work import stable_seed
 from agents.graph.state import RoundState, Slot, new_slot
+from programs.factor_space import variant_sides
 
 ArmPrograms = dict[str, str]  # mode_id, program, train_program, template
 
@@ -53,10 +53,10 @@ def _seed_arm(deps: Deps, family: str) -> ArmPrograms:
     return {"mode_id": "seed", "program": gen, "train_program": train, "template": ""}
 
 
-def _random_variants(deps: Deps, family: str, round: int, k: int, tag: str) -> list[ArmPrograms]:
+def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -> list[ArmPrograms]:
     """`k` distinct single-factor variants of the seed program, factor and side drawn uniformly."""
     base = seed_generation(family)
-    rng = np.random.default_rng(stable_seed(deps.config.seed, round, family, tag))
+    rng = np.random.default_rng(stable_seed(deps.config.seed, round_no, family, tag))
     factors = editable_factors(base)
     arms: dict[str, ArmPrograms] = {}
     for _ in range(20 * k):
@@ -67,19 +67,19 @@ def _random_variants(deps: Deps, family: str, round: int, k: int, tag: str) -> l
         side = sides[int(rng.integers(len(sides)))]
         mode = variant_id(f.name, side)
         if mode not in arms:
-            program = variant_program(base, f.name, side, round)
+            program = variant_program(base, f.name, side, round_no)
             _, train = seed_programs(deps, family)
-            arms[mode] = {"mode_id": mode, "program": save_program(deps, program, round),
+            arms[mode] = {"mode_id": mode, "program": save_program(deps, program, round_no),
                           "train_program": train, "template": ""}
     return list(arms.values())
 
 
 def _scalar_arms(deps: Deps, state: RoundState, family: str,
-                 round: int) -> tuple[list[ArmPrograms], dict[str, float]]:
+                 round_no: int) -> tuple[list[ArmPrograms], dict[str, float]]:
     """Known variants of this family plus new proposals, ranked by |success − 0.5| (unmeasured: 0.5)."""
     known = [_known_arm(state, key) for key in state.get("mode_programs", {}) if key.endswith(f"|{family}")]
-    arms = {a["mode_id"]: a for a in [_seed_arm(deps, family), *known,
-                                      *_random_variants(deps, family, round, deps.config.variants, "scalar")]}
+    variants = _random_variants(deps, family, round_no, deps.config.variants, "scalar")
+    arms = {a["mode_id"]: a for a in [_seed_arm(deps, family), *known, *variants]}
     score = {}
     for mode in arms:
         hist = deps.ledger.history(mode, family) if deps.ledger is not None else []
@@ -94,7 +94,7 @@ def _known_arm(state: RoundState, key: str) -> ArmPrograms:
     return {"mode_id": key.split("|")[0], "program": gen, "train_program": train, "template": ""}
 
 
-def _critic_arms(deps: Deps, state: RoundState, family: str, round: int) -> list[ArmPrograms]:
+def _critic_arms(deps: Deps, state: RoundState, family: str, round_no: int) -> list[ArmPrograms]:
     """Seed + the modes validated in the last round for this family (their programs if compiled), then
     exploration variants in the arms left."""
     arms = [_seed_arm(deps, family)]
@@ -104,21 +104,21 @@ def _critic_arms(deps: Deps, state: RoundState, family: str, round: int) -> list
             continue
         gen, train = state.get("mode_programs", {}).get(key, ["", ""])
         arms.append({"mode_id": mode, "program": gen, "train_program": train, "template": ""})
-    return _explore(deps, family, round, arms)
+    return _explore(deps, family, round_no, arms)
 
 
-def _explore(deps: Deps, family: str, round: int, arms: list[ArmPrograms]) -> list[ArmPrograms]:
+def _explore(deps: Deps, family: str, round_no: int, arms: list[ArmPrograms]) -> list[ArmPrograms]:
     """`arms` plus random single-factor variants up to `max_arms` (none that repeats an arm's mode)."""
     free = deps.config.max_arms - len(arms)
     if free <= 0:
         return arms
     have = {a["mode_id"] for a in arms}
-    extra = [a for a in _random_variants(deps, family, round, free + len(have), "explore")
+    extra = [a for a in _random_variants(deps, family, round_no, free + len(have), "explore")
              if a["mode_id"] not in have]
     return arms + extra[:free]
 
 
-def _memory_arms(deps: Deps, family: str, round: int) -> tuple[list[ArmPrograms], dict[str, int] | None]:
+def _memory_arms(deps: Deps, family: str, round_no: int) -> tuple[list[ArmPrograms], dict[str, int] | None]:
     """CoDA: modes seen in this family or on one of its factors elsewhere, then exploration variants in the
     arms left; the budget by learning progress (unmeasured arms count as promising)."""
     from memory.ledger import allocate_family, arm_scores
@@ -139,7 +139,7 @@ def _memory_arms(deps: Deps, family: str, round: int) -> tuple[list[ArmPrograms]
         else:
             arms.append({"mode_id": mode, "program": "", "train_program": "",
                          "template": entries[0].id if entries else ""})
-    arms = _explore(deps, family, round, arms)
+    arms = _explore(deps, family, round_no, arms)
     counts = allocate_family(deps.ledger, family, [a["mode_id"] for a in arms], cfg.budget, cfg.allocation)
     return arms, counts
 
@@ -148,7 +148,7 @@ def _sidecar(path: str) -> str:
     return str(path)[:-3] + ".json" if str(path).endswith(".py") else str(path)
 
 
-def _family_slots(deps: Deps, state: RoundState, family: str, round: int) -> list[Slot]:
+def _family_slots(deps: Deps, state: RoundState, family: str, round_no: int) -> list[Slot]:
     cfg, gen = deps.config, deps.config.method_config.generator
     counts: dict[str, int] | None = None
     weights: dict[str, float] | None = None
@@ -158,13 +158,13 @@ def _family_slots(deps: Deps, state: RoundState, family: str, round: int) -> lis
         prog = save_program(deps, dr_program(seed_generation(family), cfg.dr_widen), 0)
         arms = [{**_seed_arm(deps, family), "mode_id": "dr", "program": prog}]
     elif gen == "uniform":
-        arms = _random_variants(deps, family, round, max(1, min(cfg.variants, cfg.max_arms)), "uniform")
+        arms = _random_variants(deps, family, round_no, max(1, min(cfg.variants, cfg.max_arms)), "uniform")
     elif gen == "scalar":
-        arms, weights = _scalar_arms(deps, state, family, round)
+        arms, weights = _scalar_arms(deps, state, family, round_no)
     elif gen == "critic":
-        arms = _critic_arms(deps, state, family, round)
+        arms = _critic_arms(deps, state, family, round_no)
     else:
-        arms, counts = _memory_arms(deps, family, round)
+        arms, counts = _memory_arms(deps, family, round_no)
     if counts is None:
         counts = split_budget(cfg.budget, weights or {a["mode_id"]: 1.0 for a in arms})
     return [new_slot(family, a["mode_id"], counts[a["mode_id"]], cfg.held, program=a["program"],
@@ -174,10 +174,10 @@ def _family_slots(deps: Deps, state: RoundState, family: str, round: int) -> lis
 
 def allocate(state: RoundState, deps: Deps) -> dict[str, Any]:
     """Next round's slots; per-round keys are reset."""
-    round = state.get("round", 0) + 1
+    round_no = state.get("round", 0) + 1
     slots: list[Slot] = []
     for family in deps.config.families:
-        slots += _family_slots(deps, state, family, round)
+        slots += _family_slots(deps, state, family, round_no)
     mode_programs = dict(state.get("mode_programs", {}))
     for s in slots:
         if s["program"] and s["mode_id"] != "seed":
@@ -185,7 +185,7 @@ def allocate(state: RoundState, deps: Deps) -> dict[str, Any]:
     fresh = {"rollouts": [], "rollout_failures": 0, "diagnoses": [], "critic_failures": [],
              "unusable_answers": {}, "modes": [], "programs": [], "compiled": [], "train_metrics": {},
              "measured": {}, "cost": {}}
-    return {"round": round, "slots": slots, "mode_programs": mode_programs, **fresh}
+    return {"round": round_no, "slots": slots, "mode_programs": mode_programs, **fresh}
 
 
 def summary(update: Mapping[str, Any]) -> str:

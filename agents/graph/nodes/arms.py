@@ -11,11 +11,11 @@ from memory.types import slug
 from programs.model import GenerationProgram, TrainingProgram
 
 
-def save_program(deps: Deps, program: Any, round: int) -> str:
+def save_program(deps: Deps, program: Any, round_no: int) -> str:
     """Write `program` under programs/round_XX/ (idempotent: same content, same file); its .json path."""
     from programs.render import write_program
 
-    d = deps.run.round_dir("programs", round)
+    d = deps.run.round_dir("programs", round_no)
     sidecar = d / f"{program.file_stem}.json"
     if not sidecar.exists():
         write_program(program, d)
@@ -62,12 +62,8 @@ def static_errors(program: GenerationProgram) -> str | None:
 
 
 def editable_factors(program: GenerationProgram) -> list[Any]:
-    """Factors a variant can move: a float range wider than a point, or more than one choice."""
-
-    def movable(f: Any) -> bool:
-        if f.type == "choice":
-            return len(f.choices or ()) > 1
-        return f.type == "float" and f.range is not None and f.range[1] > f.range[0]
+    """Factors a variant can move (`programs.factor_space.movable`)."""
+    from programs.factor_space import movable
 
     return [f for f in program.factors if movable(f)]
 
@@ -77,56 +73,25 @@ def variant_id(factor: str, side: Any) -> str:
     return f"var_{slug(factor)}_{slug(str(side))}"
 
 
-def variant_sides(f: Any) -> list[Any]:
-    """Where a single-factor variant can move `f`: an unseen choice (a seen one when it has none), or
-    "low"/"high" for a number."""
-    if f.type == "choice":
-        return list(f.ood_choices or f.choices)
-    return ["low", "high"]
-
-
-def variant_program(base: GenerationProgram, factor: str, side: Any, round: int) -> GenerationProgram:
-    """`base` with one factor moved past its training range: "low"/"high" take the outer half of the part
-    of the factor's OOD range below/above its in-distribution range (the outer third of the ID range on a
-    side with no OOD part); a choice side pins that value. Variants probe where the policy was not
-    trained: inside the ID range the bootstrap policy solves nearly everything, and a probe that never
-    fails teaches nothing."""
+def variant_program(base: GenerationProgram, factor: str, side: Any, round_no: int) -> GenerationProgram:
+    """`base` with one factor moved past its training range (`programs.factor_space.variant_edit`)."""
     from programs.edits import edit
+    from programs.factor_space import variant_edit
 
-    f = base.factor(factor)
-    if f.type == "choice":
-        value: Any = side
-    else:
-        lo, hi = f.range
-        olo, ohi = f.ood_range or f.range
-        third = (hi - lo) / 3
-        # the outer half of the OOD part: clearly outside what the policy trained on
-        if side == "low":
-            value = (olo, (olo + lo) / 2) if olo < lo else (lo, lo + third)
-        else:
-            value = ((hi + ohi) / 2, ohi) if ohi > hi else (hi - third, hi)
-        if f.type == "int":
-            value = (round(value[0]), round(value[1]))
-    return edit(base, factor, value, mode_id=variant_id(factor, side), round=round,
+    value = variant_edit(base.factor(factor), side)
+    return edit(base, factor, value, mode_id=variant_id(factor, side), round_no=round_no,
                 diagnosis=f"variant: {factor} -> {value}")
 
 
 def dr_program(base: GenerationProgram, widen: float) -> GenerationProgram:
-    """Domain randomization: every numeric range widened by `widen` × its width on each side, within the
-    factor's OOD range (the physically meaningful limits the schema declares)."""
+    """Domain randomization: every numeric range widened (`programs.factor_space.widened_range`)."""
     from programs.edits import edit_many
+    from programs.factor_space import widened_range
 
     changes = {}
     for f in base.factors:
-        if f.type == "choice" or f.range is None or f.range[1] <= f.range[0]:
-            continue
-        lo, hi = f.range
-        olo, ohi = f.ood_range or f.range
-        w = (hi - lo) * widen
-        new = (max(olo, lo - w), min(ohi, hi + w))
-        if f.type == "int":
-            new = (round(new[0]), round(new[1]))
-        if tuple(new) != (lo, hi):
+        new = widened_range(f, widen)
+        if new is not None:
             changes[f.name] = new
     program = edit_many(base, changes, mode_id="dr", diagnosis=f"domain randomization: ranges widened by "
                         f"{widen:.0%} of their width per side")

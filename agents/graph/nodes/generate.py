@@ -52,7 +52,7 @@ def load_mode(deps: Deps, mode_id: str) -> Any:
     return DifficultyMode.model_validate_json((deps.run.dir("modes") / f"{mode_id}.json").read_text())
 
 
-def _write(deps: Deps, slot: Slot, round: int) -> tuple[Any | None, str, SlotFailure]:
+def _write(deps: Deps, slot: Slot, round_no: int) -> tuple[Any | None, str, SlotFailure]:
     """Ask the writer for the slot's program, from the family's seed program and the mode; on a retry the
     feedback is the failing program's exact error. Returns (program, "", "") or (None, the error, its
     kind); only an expected writer failure (`agent_failures`) is caught."""
@@ -60,7 +60,7 @@ def _write(deps: Deps, slot: Slot, round: int) -> tuple[Any | None, str, SlotFai
     feedback = slot["error"] or None
     mode = load_mode(deps, slot["mode_id"])  # a mode that cannot be loaded is a bug, not the writer's failure
     try:
-        program = deps.agents.write_generation_program(mode, base, deps.llm, feedback, round=round)
+        program = deps.agents.write_generation_program(mode, base, deps.llm, feedback, round_no=round_no)
     except agent_failures() as e:  # malformed LLM output, no template for the mode, ...: the writer's failure
         return None, f"the writer failed: {error_text(e)}", "writer"
     if program.family != slot["family"]:
@@ -69,25 +69,25 @@ def _write(deps: Deps, slot: Slot, round: int) -> tuple[Any | None, str, SlotFai
     return (None, f"static checks failed:\n{error}", "checks") if error else (program, "", "")
 
 
-def _attempt(deps: Deps, slot: Slot, round: int, written: list[str]) -> int:
+def _attempt(deps: Deps, slot: Slot, round_no: int, written: list[str]) -> int:
     """One attempt of one slot: (re)write its program if needed, then generate candidate scenes. Returns
     the writer answers it could not use (0 or 1)."""
     cfg = deps.config
     needs_program = not slot["program"] or (slot["status"] == "retry" and _uses_writer(deps, slot))
     slot["attempts"] += 1
     if needs_program:
-        program, error, failure = _write(deps, slot, round)
+        program, error, failure = _write(deps, slot, round_no)
         if program is None:
             _retry_or_fail(slot, error, failure, cfg.max_retries)
             return 1
-        slot["program"] = save_program(deps, program, round)
+        slot["program"] = save_program(deps, program, round_no)
         written.append(slot["program"])
         if slot["template"] and deps.memory is not None:
-            deps.memory.record_use(slot["template"], slot["family"], round)
+            deps.memory.record_use(slot["template"], slot["family"], round_no)
     program = load_program(deps, slot["program"])
     need = slot["n"] + slot["held"] - len(slot["accepted"]) - len(slot["held_scenes"])
-    got = generate_scenes(deps, program, math.ceil(need * cfg.oversample), round=round, tag=slot["mode_id"],
-                          attempt=slot["attempts"])
+    got = generate_scenes(deps, program, math.ceil(need * cfg.oversample), round_no=round_no,
+                          tag=slot["mode_id"], attempt=slot["attempts"])
     if not got.scenes:
         _retry_or_fail(slot, f"generate() failed on every run; first error: {got.errors[0]}", "sandbox",
                        cfg.max_retries)
@@ -98,7 +98,7 @@ def _attempt(deps: Deps, slot: Slot, round: int, written: list[str]) -> int:
 
 def generate(state: RoundState, deps: Deps) -> dict[str, Any]:
     """Programs → candidate scenes for every pending or retrying slot; count the writer's unusable answers."""
-    round = state["round"]
+    round_no = state["round"]
     slots: list[Slot] = copy.deepcopy(state["slots"])  # a node never mutates its input
     written = list(state.get("programs", []))
     unusable = dict(state.get("unusable_answers", {}))
@@ -106,7 +106,7 @@ def generate(state: RoundState, deps: Deps) -> dict[str, Any]:
     tick = deps.reporter.progress("generate: slots", len(todo))
     for slot in todo:
         with raised_in(f"generate: slot {slot_key(slot)} (attempt {slot['attempts'] + 1})"):
-            unusable["writer"] = unusable.get("writer", 0) + _attempt(deps, slot, round, written)
+            unusable["writer"] = unusable.get("writer", 0) + _attempt(deps, slot, round_no, written)
         tick(None)
     return {"slots": slots, "programs": list(dict.fromkeys(written)), "unusable_answers": unusable}
 
@@ -148,12 +148,12 @@ def _backfill(deps: Deps, slot: Slot) -> Slot | None:
 
 def validate(state: RoundState, deps: Deps) -> dict[str, Any]:
     """Validity checks of every slot's candidates; full slots are accepted, short ones retry or fail."""
-    round, cfg = state["round"], deps.config
+    round_no, cfg = state["round"], deps.config
     slots: list[Slot] = copy.deepcopy(state["slots"])
     todo = [s for s in slots if s["status"] == "generated"]
     tick = deps.reporter.progress("validate: scenes", sum(len(s["candidates"]) for s in todo))
     for slot in todo:
-        rows = validate_scenes(deps, slot["candidates"], round=round, tick=tick)
+        rows = validate_scenes(deps, slot["candidates"], round_no=round_no, tick=tick)
         _accept(slot, rows)
         slot["candidates"] = []
         if len(slot["accepted"]) >= slot["n"] and len(slot["held_scenes"]) >= slot["held"]:

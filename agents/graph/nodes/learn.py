@@ -23,14 +23,14 @@ from agents.graph.rundir import read_json, write_json
 from agents.graph.state import RoundState
 
 
-def _finished(deps: Deps, round: int) -> dict[str, Any] | None:
+def _finished(deps: Deps, round_no: int) -> dict[str, Any] | None:
     """The saved update of `round`, if both its checkpoint and its record exist."""
-    rec = deps.run.dir("train") / f"round_{round:02d}.json"
-    return read_json(rec) if rec.exists() and deps.run.policy(round).exists() else None
+    rec = deps.run.dir("train") / f"round_{round_no:02d}.json"
+    return read_json(rec) if rec.exists() and deps.run.policy(round_no).exists() else None
 
 
-def _record(deps: Deps, round: int, info: dict[str, Any]) -> dict[str, Any]:
-    write_json(deps.run.dir("train") / f"round_{round:02d}.json", info)
+def _record(deps: Deps, round_no: int, info: dict[str, Any]) -> dict[str, Any]:
+    write_json(deps.run.dir("train") / f"round_{round_no:02d}.json", info)
     return info
 
 
@@ -52,11 +52,11 @@ def eval_scenes(deps: Deps) -> list[str]:
     return out
 
 
-def heldout(deps: Deps, policy: str, round: int) -> dict[str, dict[str, float]]:
+def heldout(deps: Deps, policy: str, round_no: int) -> dict[str, dict[str, float]]:
     """Success of `policy` per family on the held-out ID and OOD scenes."""
     scenes = eval_scenes(deps)
     tick = deps.reporter.progress("held-out eval", len(scenes))
-    ran = run_policy(deps, scenes, policy, round=round, prefix="eval",
+    ran = run_policy(deps, scenes, policy, round_no=round_no, prefix="eval",
                      seed=stable_seed(deps.config.seed, "eval"), record_every=10, tick=tick)
     acc: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     for s, r in zip(scenes, ran, strict=True):
@@ -73,9 +73,9 @@ def bootstrap(state: RoundState, deps: Deps) -> dict[str, Any]:
         gen, train = seed_programs(deps, family)
         programs += [gen, train]
         got = generate_scenes(deps, load_program(deps, gen), math.ceil(cfg.seed_demos * cfg.oversample),
-                              round=0, tag="seed", attempt=0)
+                              round_no=0, tag="seed", attempt=0)
         tick = deps.reporter.progress(f"seed demos: {family}", len(got.scenes))
-        rows = validate_scenes(deps, got.scenes, round=0, tick=tick)
+        rows = validate_scenes(deps, got.scenes, round_no=0, tick=tick)
         demos += [r["demo"] for r in rows if r.get("ok")][: cfg.seed_demos]
     if not demos:
         raise RuntimeError("no seed demonstration succeeded: the seed programs or the simulator are broken")
@@ -127,7 +127,7 @@ def measure(state: RoundState, deps: Deps) -> dict[str, Any]:
     r = state["round"]
     held = [(slot, s) for slot in state["slots"] for s in slot["held_scenes"]]
     tick = deps.reporter.progress("measure: held scenes", len(held))
-    after = run_policy(deps, [s for _, s in held], state["policy"], round=r, prefix="meas",
+    after = run_policy(deps, [s for _, s in held], state["policy"], round_no=r, prefix="meas",
                        seed=stable_seed(deps.config.seed, r, "measure"), record_every=10, tick=tick)
     before = outcomes(deps, state.get("rollouts", []))
     arms: dict[tuple[str, str], dict[str, list[bool]]] = defaultdict(lambda: {"before": [], "after": []})

@@ -45,7 +45,7 @@ def _episodes_to_memory(deps: Deps, state: RoundState, recs: list[tuple[str, dic
     deps.memory.add_episodes(records, diagnoses)
 
 
-def _local_mode(deps: Deps, dx: Any, family: str, round: int) -> str:
+def _local_mode(deps: Deps, dx: Any, family: str, round_no: int) -> str:
     """A mode of this round only (no memory): named like memory names modes, written to modes/."""
     from memory.types import DifficultyMode, slug
 
@@ -53,7 +53,7 @@ def _local_mode(deps: Deps, dx: Any, family: str, round: int) -> str:
     mode = DifficultyMode(id=mode_id, description=f"{dx.factor_key} during {dx.phase}: {dx.explanation}",
                           factor_group=dx.factor_group, factor=dx.factor, phase=dx.phase, side=dx.side,
                           families=(family,), evidence_ids=(dx.episode_id,), diagnosis_ids=(dx.id,),
-                          created_round=round)
+                          created_round=round_no)
     write_json(deps.run.dir("modes") / f"{mode_id}.json", mode.model_dump(mode="json"))
     return mode_id
 
@@ -71,7 +71,7 @@ def remember(state: RoundState, deps: Deps) -> dict[str, Any]:
             continue
         dx, verdict = Diagnosis.model_validate(rec["diagnosis"]), Verdict.model_validate(rec["verdict"])
         if deps.memory is not None:
-            mode = deps.memory.add_verdict(dx, verdict, rec["family"], round=state["round"])
+            mode = deps.memory.add_verdict(dx, verdict, rec["family"], round_no=state["round"])
             mode_id = mode.id if mode is not None else None
         else:
             mode_id = _local_mode(deps, dx, rec["family"], state["round"]) if verdict.status == "validated" \
@@ -99,7 +99,7 @@ def _with_retries(deps: Deps, make: Any) -> tuple[Any | None, list[str]]:
     return None, errors
 
 
-def _training_program(deps: Deps, dx: Any, family: str, mode_id: str, round: int,
+def _training_program(deps: Deps, dx: Any, family: str, mode_id: str, round_no: int,
                       demos: list[Any]) -> tuple[Any, dict[str, Any]]:
     """Written, checked and (below the agreement threshold) refined training program for a diagnosis."""
     from programs.checks import check_training, format_errors
@@ -109,7 +109,7 @@ def _training_program(deps: Deps, dx: Any, family: str, mode_id: str, round: int
 
     def make(feedback: str | None) -> tuple[Any, str]:
         tp = deps.agents.write_training_program(dx, seed_training(family), deps.llm, mode_id=mode_id,
-                                                round=round, demos=demos, feedback=feedback)
+                                                round_no=round_no, demos=demos, feedback=feedback)
         return tp, format_errors(check_training(tp))
 
     tp, errors = _with_retries(deps, make)
@@ -119,7 +119,8 @@ def _training_program(deps: Deps, dx: Any, family: str, mode_id: str, round: int
         tp = TrainingProgram.model_validate({**seed.model_dump(exclude={"id"}), "parent_id": seed.id,
                                              "diagnosis": f"writer failed: {errors[-1][:500]}"})
         info["fallback"] = "seed training program"
-    tp = TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "mode_id": mode_id, "round": round})
+    tp = TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "mode_id": mode_id,
+                                         "round": round_no})
     threshold = deps.config.compile.agreement_threshold
     if demos:
         info["agreement"] = round_(agreement(tp, demos))
@@ -133,13 +134,13 @@ def round_(x: float) -> float:
     return round(float(x), 4)
 
 
-def _generation_program(deps: Deps, mode: Any, family: str, round: int,
+def _generation_program(deps: Deps, mode: Any, family: str, round_no: int,
                         dx: Any = None) -> tuple[Any | None, list[str]]:
     def make(feedback: str | None) -> tuple[Any, str]:
         # the validated diagnosis rides along: its edit (and any task choices it holds under) is what the
         # verification confirmed, so the writer recreates exactly that difficulty
         p = deps.agents.write_generation_program(mode, seed_generation(family), deps.llm, feedback,
-                                                 diagnosis=dx, round=round)
+                                                 diagnosis=dx, round_no=round_no)
         return p, static_errors(p) or ""
 
     return _with_retries(deps, make)
@@ -161,7 +162,7 @@ def _has_programs(deps: Deps, mode_programs: Mapping[str, list[str]], mode_id: s
     return any(e.family == family for e in deps.memory.programs_for(mode_id, family))
 
 
-def compile(state: RoundState, deps: Deps) -> dict[str, Any]:
+def compile_programs(state: RoundState, deps: Deps) -> dict[str, Any]:
     """A (generation, training) program pair for each validated (mode, family) that has none yet; the
     writer's unusable answers are counted."""
     from agents.graph.nodes.generate import load_mode
@@ -190,7 +191,7 @@ def compile(state: RoundState, deps: Deps) -> dict[str, Any]:
         mode_programs[key] = [gen_rel, train_rel]
         if gen is not None and deps.memory is not None:
             deps.memory.add_programs(mode_id, gen.id, tp.id, family,
-                                     (gen_rel[:-5] + ".py", train_rel[:-5] + ".py"), round=r)
+                                     (gen_rel[:-5] + ".py", train_rel[:-5] + ".py"), round_no=r)
         report.append(info)
     return {"mode_programs": mode_programs, "programs": list(dict.fromkeys(written)), "compiled": report,
             "unusable_answers": unusable}

@@ -47,7 +47,7 @@ def rollout(state: RoundState, deps: Deps) -> dict[str, Any]:
     r = state["round"]
     scenes = [s for slot in state["slots"] for s in slot["accepted"] + slot["held_scenes"]]
     tick = deps.reporter.progress("rollout: episodes", len(scenes))
-    ran = run_policy(deps, scenes, state["policy"], round=r, prefix="roll",
+    ran = run_policy(deps, scenes, state["policy"], round_no=r, prefix="roll",
                      seed=stable_seed(deps.config.seed, r, "rollout"), tick=tick)
     errors = [x for x in ran if x.error]
     for x in errors[:3]:

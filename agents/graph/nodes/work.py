@@ -66,12 +66,12 @@ class Generated:
     errors: list[str]
 
 
-def generate_scenes(deps: Deps, program: Any, count: int, *, round: int, tag: str, attempt: int,
+def generate_scenes(deps: Deps, program: Any, count: int, *, round_no: int, tag: str, attempt: int,
                     ood: bool = False) -> Generated:
     """Run `program` `count` times in the sandbox with factors drawn from its schema; save the scenes."""
     from sandbox import SandboxTask
 
-    seeds = [stable_seed(deps.config.seed, round, program.family, tag, attempt, i) for i in range(count)]
+    seeds = [stable_seed(deps.config.seed, round_no, program.family, tag, attempt, i) for i in range(count)]
     tasks, factors = [], []
     for s in seeds:
         f = program.sample_factors(np.random.default_rng(s), ood)
@@ -79,7 +79,7 @@ def generate_scenes(deps: Deps, program: Any, count: int, *, round: int, tag: st
         tasks.append(SandboxTask(source=program.source, factors=f, seed=s))
     results = deps.sandbox.run_many(tasks)
     deps.meter.sandbox_runs += len(tasks)
-    out_dir, scenes, errors = deps.run.round_dir("scenes", round), [], []
+    out_dir, scenes, errors = deps.run.round_dir("scenes", round_no), [], []
     for res, f in zip(results, factors, strict=True):
         if not res.ok:
             errors.append(str(res.error))
@@ -121,11 +121,11 @@ def validate_one(scene_path: str, result_path: str, demo_path: str, thumb: bool)
     return row
 
 
-def validate_scenes(deps: Deps, scenes: Sequence[str], *, round: int,
+def validate_scenes(deps: Deps, scenes: Sequence[str], *, round_no: int,
                     tick: Callable[[Any], None] | None = None) -> list[dict[str, Any]]:
     """Validate scenes (reusing earlier verdicts on disk); each row gets `scene` and, if ok, `demo`."""
     run = deps.run
-    vdir, edir = run.round_dir("validity", round), run.round_dir("episodes", round)
+    vdir, edir = run.round_dir("validity", round_no), run.round_dir("episodes", round_no)
     jobs, rows = [], {}
     for s in scenes:
         sid = Path(s).stem.rsplit("_", 1)[-1]
@@ -185,7 +185,7 @@ class Ran:
     error: str | None = None
 
 
-def run_policy(deps: Deps, scenes: Sequence[str], policy: str, *, round: int, prefix: str, seed: int,
+def run_policy(deps: Deps, scenes: Sequence[str], policy: str, *, round_no: int, prefix: str, seed: int,
                record_every: int = 1, tick: Callable[[Any], None] | None = None) -> list[Ran]:
     """The policy checkpoint `policy` on each scene (closed loop); saved episodes are named by scene and
     policy digest, and reused when present."""
@@ -195,7 +195,7 @@ def run_policy(deps: Deps, scenes: Sequence[str], policy: str, *, round: int, pr
     run = deps.run
     pdig = file_digest(run.abs(policy))
     factory = deps.trainer.factory(run.abs(policy), seed)
-    edir = run.round_dir("episodes", round)
+    edir = run.round_dir("episodes", round_no)
     jobs, idx, out = [], [], [None] * len(scenes)
     for i, s in enumerate(scenes):
         sid = Path(s).stem.rsplit("_", 1)[-1]

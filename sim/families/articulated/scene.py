@@ -11,7 +11,7 @@ is unused.
 
 import numpy as np
 
-from sim.scene import FixtureSpec, Predicate, SceneSpec
+from sim.scene import FixtureSpec, Predicate, SceneSpec, factor_values, fill, grouped
 
 FAMILY = "articulated"
 FACTORS = (
@@ -61,30 +61,6 @@ FIXTURE_COLORS = {"wood": (0.55, 0.4, 0.3, 1.0), "white": (0.92, 0.92, 0.92, 1),
                   "black": (0.1, 0.1, 0.1, 1), "green": (0.15, 0.7, 0.2, 1), "yellow": (0.95, 0.85, 0.1, 1)}
 
 
-def _values(factors: dict) -> dict:
-    """Defaults from the schema, overridden by the given factors (unknown names are an error)."""
-    v = {f["name"]: f["default"] for f in FACTORS}
-    unknown = sorted(set(factors) - set(v))
-    if unknown:
-        raise ValueError(f"unknown factors {unknown}; known: {sorted(v)}")
-    v.update(factors)
-    return v
-
-
-def _fill(template: str, **words: str) -> str:
-    """`template` with each {name} replaced by its word (the sandbox does not offer str.format)."""
-    for name, word in words.items():
-        template = template.replace("{" + name + "}", word)
-    return template
-
-
-def _grouped(v: dict) -> dict:
-    out = {"task": {}, "spatial": {}, "attribute": {}}
-    for f in FACTORS:
-        out[f["group"]][f["name"]] = v[f["name"]]
-    return out
-
-
 def _fixture(v: dict) -> FixtureSpec:
     kind, joint, _ = TARGETS[v["target"]]
     width, depth = BASE_SIZE[kind]
@@ -99,16 +75,16 @@ def _instruction(v: dict) -> str:
     what = TARGETS[v["target"]][2]
     i = int(v["template"]) % 3
     if v["paraphrase"]:
-        return _fill(PARAPHRASES[v["action"]][i], what=what)
-    return _fill(TEMPLATES[i], verb=v["action"], what=what, color=v["color"])
+        return fill(PARAPHRASES[v["action"]][i], what=what)
+    return fill(TEMPLATES[i], verb=v["action"], what=what, color=v["color"])
 
 
 def generate(rng: np.random.Generator, **factors) -> SceneSpec:
     """One scene: the fixture in front of the robot; open it (starts closed) or close it (starts open)."""
-    v = _values(factors)
+    v = factor_values(FACTORS, factors)
     f = _fixture(v)
     joint = f"{f.name}/{TARGETS[v['target']][1]}"
     goal = (Predicate(fn="opened", args=(joint, OPENED)) if v["action"] == "open"
             else Predicate(fn="closed", args=(joint, CLOSED)))
     return SceneSpec(family=FAMILY, instruction=_instruction(v), objects=(), fixtures=(f,), goal=(goal,),
-                     factors=_grouped(v), max_steps=300)
+                     factors=grouped(FACTORS, v), max_steps=300)

@@ -10,7 +10,7 @@ Placement comes entirely from the factors, so `rng` is unused here.
 
 import numpy as np
 
-from sim.scene import ObjectSpec, Predicate, SceneSpec
+from sim.scene import ObjectSpec, Predicate, SceneSpec, factor_values, fill, grouped
 
 FAMILY = "pick_place"
 FACTORS = (
@@ -58,30 +58,6 @@ TARGETS = {"plate": ("plate", 1.0), "yellow_plate": ("yellow_plate", 1.0), "big_
 PLATE_RADIUS = 0.069  # LIBERO plate at scale 1 (m)
 
 
-def _values(factors: dict) -> dict:
-    """Defaults from the schema, overridden by the given factors (unknown names are an error)."""
-    v = {f["name"]: f["default"] for f in FACTORS}
-    unknown = sorted(set(factors) - set(v))
-    if unknown:
-        raise ValueError(f"unknown factors {unknown}; known: {sorted(v)}")
-    v.update(factors)
-    return v
-
-
-def _fill(template: str, **words: str) -> str:
-    """`template` with each {name} replaced by its word (the sandbox does not offer str.format)."""
-    for name, word in words.items():
-        template = template.replace("{" + name + "}", word)
-    return template
-
-
-def _grouped(v: dict) -> dict:
-    out = {"task": {}, "spatial": {}, "attribute": {}}
-    for f in FACTORS:
-        out[f["group"]][f["name"]] = v[f["name"]]
-    return out
-
-
 def _pickable(name: str, v: dict) -> ObjectSpec:
     kind, (mx, my, mz) = PICKABLE[v["shape"]]
     size = v["size"]
@@ -103,14 +79,14 @@ def _separate(obj: ObjectSpec, target_xy: tuple, target_radius: float) -> tuple:
 
 def generate(rng: np.random.Generator, **factors) -> SceneSpec:
     """One pick-place scene: the object on the robot's right, the plate on its left."""
-    v = _values(factors)
+    v = factor_values(FACTORS, factors)
     obj = _pickable("object", v)
     asset, scale = TARGETS[v["target"]]
     pos = _separate(obj, (v["target_x"], v["target_y"]), PLATE_RADIUS * scale)
     tgt = ObjectSpec(name="target", kind="mesh", asset=asset, category="plate", size=(scale, 1, 1), mass=0.3,
                      pos=pos)
     words = (PARAPHRASES if v["paraphrase"] else TEMPLATES)[int(v["template"]) % 3]
-    text = _fill(words, obj=f"{v['color']} {OBJECT_WORDS[v['shape']]}", tgt=v["target"].replace("_", " "))
+    text = fill(words, obj=f"{v['color']} {OBJECT_WORDS[v['shape']]}", tgt=v["target"].replace("_", " "))
     goal = Predicate(fn="on", args=("object", "target"))
-    return SceneSpec(family=FAMILY, instruction=text, objects=(obj, tgt), goal=(goal,), factors=_grouped(v),
-                     max_steps=200)
+    return SceneSpec(family=FAMILY, instruction=text, objects=(obj, tgt), goal=(goal,),
+                     factors=grouped(FACTORS, v), max_steps=200)

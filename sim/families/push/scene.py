@@ -11,7 +11,7 @@ Placement comes entirely from the factors, so `rng` is unused here.
 
 import numpy as np
 
-from sim.scene import ObjectSpec, Predicate, SceneSpec
+from sim.scene import ObjectSpec, Predicate, SceneSpec, factor_values, fill, grouped
 
 FAMILY = "push"
 FACTORS = (
@@ -65,30 +65,6 @@ TARGET_MASS = 2.0  # kg: heavy enough that the pushed object stops at it instead
 CLEARANCE = 0.03  # least gap between the object and the target at the start (m)
 
 
-def _values(factors: dict) -> dict:
-    """Defaults from the schema, overridden by the given factors (unknown names are an error)."""
-    v = {f["name"]: f["default"] for f in FACTORS}
-    unknown = sorted(set(factors) - set(v))
-    if unknown:
-        raise ValueError(f"unknown factors {unknown}; known: {sorted(v)}")
-    v.update(factors)
-    return v
-
-
-def _fill(template: str, **words: str) -> str:
-    """`template` with each {name} replaced by its word (the sandbox does not offer str.format)."""
-    for name, word in words.items():
-        template = template.replace("{" + name + "}", word)
-    return template
-
-
-def _grouped(v: dict) -> dict:
-    out = {"task": {}, "spatial": {}, "attribute": {}}
-    for f in FACTORS:
-        out[f["group"]][f["name"]] = v[f["name"]]
-    return out
-
-
 def _object(v: dict) -> ObjectSpec:
     kind, (mx, my, mz) = PUSHABLE[v["shape"]]
     size = v["size"]
@@ -110,14 +86,14 @@ def _separate(obj: ObjectSpec, target_xy: tuple, target_half: float) -> tuple:
 
 def generate(rng: np.random.Generator, **factors) -> SceneSpec:
     """One push scene: the object on the robot's right, the target block on its left."""
-    v = _values(factors)
+    v = factor_values(FACTORS, factors)
     obj = _object(v)
     half = float(v["target_size"])
     pos = _separate(obj, (v["target_x"], v["target_y"]), half)
     tgt = ObjectSpec(name="target", kind="box", category="block", size=(half, half, half),
                      rgba=COLORS[v["target_color"]], mass=TARGET_MASS, friction=1.0, pos=pos)
     words = (PARAPHRASES if v["paraphrase"] else TEMPLATES)[int(v["template"]) % 3]
-    text = _fill(words, obj=f"{v['color']} {OBJECT_WORDS[v['shape']]}", tgt=f"{v['target_color']} block")
+    text = fill(words, obj=f"{v['color']} {OBJECT_WORDS[v['shape']]}", tgt=f"{v['target_color']} block")
     goal = Predicate(fn="in_contact", args=("object", "target"))
-    return SceneSpec(family=FAMILY, instruction=text, objects=(obj, tgt), goal=(goal,), factors=_grouped(v),
-                     max_steps=250)
+    return SceneSpec(family=FAMILY, instruction=text, objects=(obj, tgt), goal=(goal,),
+                     factors=grouped(FACTORS, v), max_steps=250)

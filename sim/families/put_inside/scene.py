@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from sim.scene import FixtureSpec, ObjectSpec, Predicate, SceneSpec
+from sim.scene import FixtureSpec, ObjectSpec, Predicate, SceneSpec, factor_values, fill, grouped
 
 FAMILY = "put_inside"
 FACTORS = (
@@ -78,30 +78,6 @@ GAP = 0.02  # least clearance between the object and the container's footprint a
 HAND_CLEAR = 0.12  # least distance from the object's centre to the cabinet (m)
 
 
-def _values(factors: dict) -> dict:
-    """Defaults from the schema, overridden by the given factors (unknown names are an error)."""
-    v = {f["name"]: f["default"] for f in FACTORS}
-    unknown = sorted(set(factors) - set(v))
-    if unknown:
-        raise ValueError(f"unknown factors {unknown}; known: {sorted(v)}")
-    v.update(factors)
-    return v
-
-
-def _fill(template: str, **words: str) -> str:
-    """`template` with each {name} replaced by its word (the sandbox does not offer str.format)."""
-    for name, word in words.items():
-        template = template.replace("{" + name + "}", word)
-    return template
-
-
-def _grouped(v: dict) -> dict:
-    out = {"task": {}, "spatial": {}, "attribute": {}}
-    for f in FACTORS:
-        out[f["group"]][f["name"]] = v[f["name"]]
-    return out
-
-
 def _pickable(name: str, v: dict) -> ObjectSpec:
     kind, (mx, my, mz) = PICKABLE[v["shape"]]
     size = v["size"]
@@ -154,11 +130,11 @@ def _container(v: dict, obj: ObjectSpec) -> tuple:
 
 def generate(rng: np.random.Generator, **factors) -> SceneSpec:
     """One scene: the object on the robot's right, the container on its left."""
-    v = _values(factors)
+    v = factor_values(FACTORS, factors)
     obj = _pickable("object", v)
     objects, fixtures, goal, cont = _container(v, obj)
     words = (PARAPHRASES if v["paraphrase"] else TEMPLATES)[int(v["template"]) % 3]
-    text = _fill(words, obj=f"{v['color']} {OBJECT_WORDS[v['shape']]}", cont=cont)
+    text = fill(words, obj=f"{v['color']} {OBJECT_WORDS[v['shape']]}", cont=cont)
     return SceneSpec(family=FAMILY, instruction=text, objects=(obj, *objects), fixtures=fixtures,
-                     goal=(Predicate(fn="inside", args=("object", goal)),), factors=_grouped(v),
+                     goal=(Predicate(fn="inside", args=("object", goal)),), factors=grouped(FACTORS, v),
                      max_steps=250)

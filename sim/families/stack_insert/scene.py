@@ -10,7 +10,7 @@ Placement comes entirely from the factors, so `rng` is unused here.
 
 import numpy as np
 
-from sim.scene import FixtureSpec, ObjectSpec, Predicate, SceneSpec
+from sim.scene import FixtureSpec, ObjectSpec, Predicate, SceneSpec, factor_values, fill, grouped
 
 FAMILY = "stack_insert"
 FACTORS = (
@@ -79,30 +79,6 @@ BASE_MASS = 0.3  # kg; heavier than any piece so that placing on it does not sho
 PEG_HEIGHT = 2.6  # peg half height relative to its half width
 
 
-def _values(factors: dict) -> dict:
-    """Defaults from the schema, overridden by the given factors (unknown names are an error)."""
-    v = {f["name"]: f["default"] for f in FACTORS}
-    unknown = sorted(set(factors) - set(v))
-    if unknown:
-        raise ValueError(f"unknown factors {unknown}; known: {sorted(v)}")
-    v.update(factors)
-    return v
-
-
-def _fill(template: str, **words: str) -> str:
-    """`template` with each {name} replaced by its word (the sandbox does not offer str.format)."""
-    for name, word in words.items():
-        template = template.replace("{" + name + "}", word)
-    return template
-
-
-def _grouped(v: dict) -> dict:
-    out = {"task": {}, "spatial": {}, "attribute": {}}
-    for f in FACTORS:
-        out[f["group"]][f["name"]] = v[f["name"]]
-    return out
-
-
 def _box(name: str, category: str, half: tuple, rgba, mass: float, friction: float, pos: tuple,
          yaw: float) -> ObjectSpec:
     return ObjectSpec(name=name, kind="box", category=category, size=half, rgba=tuple(rgba), mass=mass,
@@ -111,7 +87,7 @@ def _box(name: str, category: str, half: tuple, rgba, mass: float, friction: flo
 
 def generate(rng: np.random.Generator, **factors) -> SceneSpec:
     """One scene: the piece on the robot's right, block B or the hole block on its left."""
-    v = _values(factors)
+    v = factor_values(FACTORS, factors)
     pos, base_pos = (v["piece_x"], v["piece_y"]), (v["base_x"], v["base_y"])
     color = COLORS[v["color"]]
     fixtures = ()
@@ -129,6 +105,6 @@ def generate(rng: np.random.Generator, **factors) -> SceneSpec:
                            params={"hole": v["hole"], "outer": 0.1, "height": HOLE_HEIGHT})
         objects, fixtures, goal = (peg,), (hole,), Predicate(fn="inserted", args=(PEG, HOLE))
     words = (PARAPHRASES if v["paraphrase"] else TEMPLATES)[v["task"]][int(v["template"]) % 3]
-    text = _fill(words, a=v["color"], b=v["base_color"])
+    text = fill(words, a=v["color"], b=v["base_color"])
     return SceneSpec(family=FAMILY, instruction=text, objects=objects, fixtures=fixtures, goal=(goal,),
-                     factors=_grouped(v), max_steps=200)
+                     factors=grouped(FACTORS, v), max_steps=200)
