@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -30,6 +31,8 @@ BACKENDS = ("rules", "local", "openai", "replay")
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m agents.run", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="default", help=f"one of {', '.join(PRESETS.names())}")
+    p.add_argument("--config", type=Path, help="start from this RunConfig JSON (a run's config.json, or one "
+                   "written by experiments.table1) instead of --preset; the flags below still override it")
     p.add_argument("--method", help=f"one of {', '.join(METHODS.names())} (default coda)")
     p.add_argument("--rounds", type=int, help="rounds after the bootstrap")
     p.add_argument("--llm", choices=BACKENDS, help="LLM backend of the critic and writer (default: the "
@@ -51,8 +54,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def make_config(a: argparse.Namespace) -> RunConfig:
-    """Preset + flags (a fresh run)."""
-    cfg = PRESETS.get(a.preset)
+    """Preset (or --config file) + flags (a fresh run)."""
+    cfg = _config_file(a.config) if a.config else PRESETS.get(a.preset)
     over: dict[str, Any] = {k: v for k, v in (("method", a.method), ("rounds", a.rounds), ("llm", a.llm),
                                               ("llm_model", a.model), ("llm_base_url", a.base_url),
                                               ("budget", a.budget), ("workers", a.workers), ("seed", a.seed))
@@ -69,6 +72,16 @@ def make_config(a: argparse.Namespace) -> RunConfig:
     for f in cfg.families:
         get_family(f)  # a typo fails now, with "did you mean"
     return cfg
+
+
+def _config_file(path: Path) -> RunConfig:
+    """A RunConfig from JSON; ValueError with what to fix when it cannot be one."""
+    try:
+        return RunConfig.from_json(path.read_text())
+    except OSError as e:
+        raise ValueError(f"cannot read --config {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, TypeError, AttributeError) as e:
+        raise ValueError(f"--config {path} is not a RunConfig JSON object ({e})") from None
 
 
 def make_llm(cfg: RunConfig, run: RunDir, a: argparse.Namespace) -> tuple[Any, Any]:

@@ -1,0 +1,395 @@
+"""Table 1 at laptop scale: every method of the paper's Table 1 on the same families, at the same generation
+budget (accepted scenes per family per round), evaluated on the frozen suites (`experiments.suites`).
+
+    python -m experiments.table1 --preset smoke                      # the harness end to end (minutes)
+    python -m experiments.table1 --preset default --seeds 3 --commit # the table (resumes; commits each cell)
+    python -m experiments.table1 --preset default --methods coda,scalar --seeds 1
+
+Each (method, seed) cell is an ordinary run directory (`<out>/<method>_seed<k>/`, made by
+`python -m agents.run`), so a killed table resumes where it stopped: finished cells are skipped, an
+interrupted cell continues with `agents.run --resume`. The bootstrap SFT of a seed is computed once (in
+`<out>/_bootstrap_seed<k>/`) and copied into every cell that bootstraps; each cell's `policy/round_00.pt`
+is then checked against it by hash. Every finished cell writes `<results>/<table>/<method>_seed<k>.json`
+(committed with `--commit`), and the table — `<results>/<table>.json` (schema in `aggregate`) and
+`<table>.md` — is rebuilt from whatever cells exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.config import METHODS, PRESETS, RunConfig
+from common.registry import Registry
+from experiments import suites as frozen
+
+if TYPE_CHECKING:
+    from sim.pool import EpisodePool
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE_METHODS = ("zero_shot", "sft", "domain_randomization", "uniform", "scalar", "critic_no_memory", "coda")
+DIAGNOSIS_METHODS = ("critic_no_memory", "coda")
+SHARED_BOOTSTRAP = ("scenes/round_00", "validity/round_00", "episodes/round_00", "programs/round_00",
+                    "policy/round_00.pt", "train/round_00.json")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TablePreset:
+    """One size of the table."""
+
+    # the agents.run preset every cell starts from, and the fields this table changes in it
+    run_preset: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    # default seeds (cells per method)
+    seeds: int = 3
+    # frozen-suite scenes per family and split in the evaluation (None: all)
+    per_split: int | None = None
+    # the split every round's policy is evaluated on (the curves); the final policy sees every split
+    curve_split: str = "ood"
+    # name of the table's files under the results directory
+    table: str = "table1"
+
+
+TABLES: Registry[TablePreset] = Registry("table preset")
+# The harness end to end in a few minutes on 2 cores: one family, one round, one scene per split.
+TABLES.register("smoke", TablePreset(run_preset="smoke", overrides={"rounds": 1}, seeds=1, per_split=1,
+                                     table="table1_smoke"))
+# The table on the paper's four families, sized for ≤ 3 h of compute on 2 CPU cores over several sittings.
+TABLES.register("default", TablePreset(
+    run_preset="default", seeds=3, per_split=10,
+    overrides={"llm": "rules", "rounds": 2, "budget": 6, "max_arms": 3, "eval_id": 2, "eval_ood": 2,
+               "thumbnails": False}))
+# The paper's shape: five rounds at budget 8 (many hours on 2 cores).
+TABLES.register("full", TablePreset(run_preset="default", seeds=3, per_split=10, table="table1_full",
+                                    overrides={"llm": "rules", "rounds": 5, "thumbnails": False}))
+
+
+# ---- cells ------------------------------------------------------------------------------------------------
+def cell_config(preset: TablePreset, method: str, seed: int, critic: str, workers: int) -> RunConfig:
+    """The RunConfig of one cell: the table's run preset, its overrides, the method, seed and critic."""
+    base = PRESETS.get(preset.run_preset)
+    over = {**preset.overrides, "method": method, "seed": seed, "workers": workers,
+            "preset": f"{preset.run_preset}+{preset.table}"}
+    if critic != "rules":
+        over["llm"] = critic
+    return dataclasses.replace(base, **over)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _rows(run: Path) -> list[dict[str, Any]]:
+    path = run / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _agents_run(args: list[str], log: Path) -> None:
+    """`python -m agents.run ARGS`, output to `log`; a failed run stops the table with its log's tail."""
+    with log.open("a") as out:
+        done = subprocess.run([sys.executable, "-m", "agents.run", *args, "--quiet"], cwd=ROOT,
+                              stdout=out, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        tail = "\n".join(log.read_text().splitlines()[-15:])
+        raise RuntimeError(f"python -m agents.run {' '.join(args)} failed (exit {done.returncode}); "
+                           f"log {log}:\n{tail}")
+
+
+def run_cell(cfg: RunConfig, run: Path) -> None:
+    """Start or continue the cell's run until it has every round."""
+    if len(_rows(run)) >= cfg.rounds + 1:
+        return
+    run.mkdir(parents=True, exist_ok=True)
+    if (run / "trace.sqlite").exists():
+        _agents_run(["--out", str(run), "--resume"], run / "agents_run.log")
+        return
+    cfg_file = run / "table_config.json"
+    cfg_file.write_text(cfg.to_json())
+    _agents_run(["--config", str(cfg_file), "--out", str(run)], run / "agents_run.log")
+
+
+def shared_bootstrap(preset: TablePreset, seed: int, critic: str, workers: int, out: Path) -> Path:
+    """The seed's bootstrap (round 0 only, SFT on seed demonstrations), run once."""
+    cfg = dataclasses.replace(cell_config(preset, "sft", seed, critic, workers), rounds=0)
+    run = out / f"_bootstrap_seed{seed}"
+    run_cell(cfg, run)
+    return run
+
+
+def seed_cell(cell: Path, boot: Path) -> None:
+    """Copy the shared bootstrap's round-0 artifacts into a cell that has not started."""
+    if (cell / "trace.sqlite").exists():
+        return
+    for rel in SHARED_BOOTSTRAP:
+        src, dst = boot / rel, cell / rel
+        if src.is_dir():
+            shutil.copytree(src, dst, dirs_exist_ok=True)
+        elif src.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+
+
+# ---- evaluation on the frozen suites ----------------------------------------------------------------------
+def evaluate(policy: Path, scenes: Sequence[frozen.SuiteScene], seed: int, pool: EpisodePool,
+             max_steps: int | None) -> dict[str, dict[str, float]]:
+    """Success (%) of `policy` per family and split on `scenes`."""
+    from coda_policy.awr import SeededPolicy
+    from sim.pool import EpisodeJob
+
+    jobs = [EpisodeJob(scene=s.load(), policy=SeededPolicy(str(policy), seed), max_steps=max_steps)
+            for s in scenes]
+    results = pool.run(jobs)
+    acc: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for s, r in zip(scenes, results, strict=True):
+        if r.error is not None:
+            raise RuntimeError(f"evaluation episode on {s.path} failed: {r.error}")
+        acc[s.family][s.split].append(r.success)
+    return {f: {k: 100.0 * sum(v) / len(v) for k, v in splits.items()} for f, splits in acc.items()}
+
+
+def evaluate_cell(cfg: RunConfig, run: Path, preset: TablePreset, pool: EpisodePool) -> dict[str, Any]:
+    """The cell's final policy on every split, each round's on the curve split; cached in the run dir."""
+    cache = run / "suite_eval.json"
+    done = json.loads(cache.read_text()) if cache.exists() else {}
+    scenes = frozen.suite(cfg.families, per_split=preset.per_split)
+    for r in range(cfg.rounds + 1):
+        key = f"round_{r:02d}"
+        if key in done:
+            continue
+        policy = run / "policy" / f"{key}.pt"
+        split = frozen.SPLITS if r == cfg.rounds else (preset.curve_split,)
+        done[key] = evaluate(policy, [s for s in scenes if s.split in split], cfg.seed, pool,
+                             cfg.rollout_max_steps)
+        cache.write_text(json.dumps(done, indent=1))
+    return done
+
+
+# ---- one cell's record ------------------------------------------------------------------------------------
+def integrity(cfg: RunConfig, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Fallbacks and unusable answers over the cell's rounds; a diagnosis-driven cell whose slots mostly fell
+    back to the seed distribution is flagged (it ran as the seed baseline, not as itself)."""
+    rounds = [r for r in rows if r["round"] > 0]
+    slots = sum(r.get("generation", {}).get("slots", 0) for r in rounds)
+    fell = sum(r.get("fallbacks", {}).get("slots", 0) for r in rounds)
+    reasons: dict[str, int] = defaultdict(int)
+    unusable: dict[str, int] = defaultdict(int)
+    for r in rounds:
+        for k, v in r.get("fallbacks", {}).get("reasons", {}).items():
+            reasons[k] += v
+        for k, v in r.get("unusable_answers", {}).items():
+            unusable[k] += v
+    flagged = cfg.method in DIAGNOSIS_METHODS and slots > 0 and fell / slots > 0.5
+    return {"slots": slots, "fallback_slots": fell, "fallback_reasons": dict(reasons),
+            "unusable_answers": dict(unusable), "flagged": flagged}
+
+
+def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float, boot_hash: str | None,
+                preset_name: str) -> dict[str, Any]:
+    rows = _rows(run)
+    final = evals[f"round_{cfg.rounds:02d}"]
+    own = [r.get("held_after") for r in rows if r["round"] > 0 and r.get("held_after") is not None]
+    accepted = {r["round"]: r.get("generation", {}).get("accepted", {}) for r in rows if r["round"] > 0}
+    policy0 = run / "policy" / "round_00.pt"
+    return {
+        "method": cfg.method, "seed": cfg.seed, "preset": preset_name, "families": list(cfg.families),
+        "critic": cfg.critic_kind if cfg.method_config.diagnose else None, "llm": cfg.llm,
+        "ood": {f: final[f]["ood"] for f in cfg.families},
+        "ood_single": {f: final[f]["ood_single"] for f in cfg.families},
+        "instruction": {f: final[f]["instruction"] for f in cfg.families},
+        "id": {f: final[f]["id"] for f in cfg.families},
+        # success on the generator's own distribution: the arms' measurement scenes after the last update
+        "in": 100.0 * own[-1] if own else None,
+        "curve": {k: {f: v[f] for f in cfg.families} for k, v in sorted(evals.items())},
+        "accepted_per_round": accepted,
+        "integrity": integrity(cfg, rows),
+        "bootstrap_sha256": sha256(policy0) if policy0.exists() else None,
+        "bootstrap_shared": boot_hash is not None and sha256(policy0) == boot_hash,
+        "wall_s": round(wall_s, 1), "run_dir": str(run),
+    }
+
+
+# ---- the table --------------------------------------------------------------------------------------------
+def _mean_se(xs: Sequence[float]) -> dict[str, float]:
+    n = len(xs)
+    mean = sum(xs) / n
+    se = (sum((x - mean) ** 2 for x in xs) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else 0.0
+    return {"mean": round(mean, 2), "se": round(se, 2)}
+
+
+def aggregate(cells: Sequence[dict[str, Any]], preset_name: str) -> dict[str, Any]:
+    """The table (success in %, mean ± standard error over seeds):
+    `{"preset", "seeds", "methods": {m: {"avg_ood", "in", "ood": {family: ·}, "ood_single": {family: ·},
+    "instruction": {family: ·}, "cells", ...}}, "equal_budget"}`, each `·` being `{"mean", "se"}`."""
+    by_method: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in cells:
+        by_method[c["method"]].append(c)
+    methods = {}
+    for m in [x for x in TABLE_METHODS if x in by_method] + sorted(set(by_method) - set(TABLE_METHODS)):
+        cs = sorted(by_method[m], key=lambda c: c["seed"])
+        fams = cs[0]["families"]
+        entry: dict[str, Any] = {
+            "avg_ood": _mean_se([sum(c["ood"].values()) / len(c["ood"]) for c in cs]),
+            "in": _mean_se([c["in"] for c in cs if c["in"] is not None]) if any(
+                c["in"] is not None for c in cs) else None,
+        }
+        for split in ("ood", "ood_single", "instruction", "id"):
+            entry[split] = {f: _mean_se([c[split][f] for c in cs]) for f in fams}
+        entry["cells"] = len(cs)
+        entry["seeds"] = [c["seed"] for c in cs]
+        entry["flagged_cells"] = sum(c["integrity"]["flagged"] for c in cs)
+        entry["fallback_slots"] = sum(c["integrity"]["fallback_slots"] for c in cs)
+        entry["wall_s"] = round(sum(c["wall_s"] for c in cs), 1)
+        entry["critic"] = cs[0]["critic"]
+        methods[m] = entry
+    budgets = {json.dumps(c["accepted_per_round"], sort_keys=True) for c in cells
+               if c["method"] != "zero_shot"}
+    return {"preset": preset_name, "seeds": sorted({c["seed"] for c in cells}), "methods": methods,
+            "equal_budget": len(budgets) <= 1}
+
+
+def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The table as Markdown, with the command and provenance."""
+    fams = next(iter(table["methods"].values()))["ood"].keys() if table["methods"] else []
+
+    def ms(x: dict[str, float] | None) -> str:
+        return "–" if x is None else f"{x['mean']:.1f} ± {x['se']:.1f}"
+
+    head = ["method", *[f"OOD {f}" for f in fams], "avg OOD", "In", "OOD-single", "instruction", "cells"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m, e in table["methods"].items():
+        single = _mean_se([v["mean"] for v in e["ood_single"].values()])
+        instr = _mean_se([v["mean"] for v in e["instruction"].values()])
+        flag = f" ⚠ {e['flagged_cells']} flagged" if e["flagged_cells"] else ""
+        lines.append("| " + " | ".join([m, *[ms(e["ood"][f]) for f in fams], ms(e["avg_ood"]), ms(e["in"]),
+                                        f"{single['mean']:.1f}", f"{instr['mean']:.1f}",
+                                        f"{e['cells']}{flag}"]) + " |")
+    notes = [
+        f"Preset `{table['preset']}`, seeds {table['seeds']}; success in %, mean ± standard error over seeds "
+        "(OOD-single and instruction: mean over families). Frozen suites: `experiments/suites/`.",
+        f"Equal generation budget across methods (accepted scenes per family per round): "
+        f"{'yes' if table['equal_budget'] else 'NO'}.",
+        f"Command: `{meta['command']}` · commit {meta['commit']} · {meta['versions']}",
+    ]
+    return "\n".join(lines) + "\n\n" + "\n\n".join(notes) + "\n"
+
+
+def provenance(command: str) -> dict[str, Any]:
+    from importlib.metadata import version
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True, check=False).stdout.strip() or "unknown"
+    versions = ", ".join(f"{p} {version(p)}" for p in ("mujoco", "torch", "langgraph", "chromadb"))
+    return {"command": command, "commit": commit, "versions": versions}
+
+
+def write_table(results: Path, preset: TablePreset, preset_name: str, command: str) -> dict[str, Any]:
+    cells = [json.loads(p.read_text()) for p in sorted((results / preset.table).glob("*_seed*.json"))]
+    table = aggregate(cells, preset_name)
+    meta = provenance(command)
+    table["provenance"] = meta
+    (results / f"{preset.table}.json").write_text(json.dumps(table, indent=1) + "\n")
+    (results / f"{preset.table}.md").write_text(markdown(table, meta))
+    return table
+
+
+def _commit(paths: Sequence[Path], message: str) -> None:
+    subprocess.run(["git", "add", *map(str, paths)], cwd=ROOT, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", message, "--", *map(str, paths)], cwd=ROOT, check=False)
+
+
+def run_table(preset_name: str, methods: Sequence[str], seeds: Sequence[int], *, critic: str, workers: int,
+              out: Path, results: Path, commit: bool, command: str, log: Any = print) -> dict[str, Any]:
+    """Every (method, seed) cell not yet recorded, then the table."""
+    from sim.pool import EpisodePool
+
+    preset = TABLES.get(preset_name)
+    (results / preset.table).mkdir(parents=True, exist_ok=True)
+    with EpisodePool(workers) as pool:  # the evaluation's workers, started once for the whole table
+        for seed in seeds:
+            _run_seed(preset, preset_name, methods, seed, critic=critic, workers=workers, out=out,
+                      results=results, commit=commit, command=command, pool=pool, log=log)
+    return write_table(results, preset, preset_name, command)
+
+
+def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], seed: int, *, critic: str,
+              workers: int, out: Path, results: Path, commit: bool, command: str, pool: EpisodePool,
+              log: Any) -> None:
+    """The cells of one seed (they share its bootstrap)."""
+    boot: Path | None = None
+    for method in methods:
+        record = results / preset.table / f"{method}_seed{seed}.json"
+        if record.exists():
+            log(f"{method} seed {seed}: recorded, skipped")
+            continue
+        cfg = cell_config(preset, method, seed, critic, workers)
+        run = out / f"{method}_seed{seed}"
+        t0 = time.perf_counter()
+        boot_hash = None
+        if cfg.method_config.bootstrap_sft:
+            boot = boot or shared_bootstrap(preset, seed, critic, workers, out)
+            boot_hash = sha256(boot / "policy" / "round_00.pt")
+            seed_cell(run, boot)
+        log(f"{method} seed {seed}: running {cfg.rounds} rounds in {run}")
+        run_cell(cfg, run)
+        evals = evaluate_cell(cfg, run, preset, pool)
+        rec = cell_record(cfg, run, evals, time.perf_counter() - t0, boot_hash, preset_name)
+        if boot_hash is not None and not rec["bootstrap_shared"]:
+            raise RuntimeError(f"{run}: its round-0 policy is not the shared bootstrap's "
+                               f"({rec['bootstrap_sha256'][:12]} vs {boot_hash[:12]})")
+        record.write_text(json.dumps(rec, indent=1) + "\n")
+        write_table(results, preset, preset_name, command)
+        log(f"{method} seed {seed}: avg OOD {sum(rec['ood'].values()) / len(rec['ood']):.1f} % "
+            f"({rec['wall_s']:.0f} s)")
+        if commit:
+            _commit([record, results / f"{preset.table}.json", results / f"{preset.table}.md"],
+                    f"table1 {preset_name}: {method} seed {seed} (avg OOD "
+                    f"{sum(rec['ood'].values()) / len(rec['ood']):.1f} %)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.table1", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", default="default", help=f"one of {', '.join(TABLES.names())}")
+    ap.add_argument("--seeds", type=int, help="seeds 0..N-1 (default: the preset's)")
+    ap.add_argument("--methods", default=",".join(TABLE_METHODS), help="comma-separated methods")
+    ap.add_argument("--critic", default="rules", choices=("rules", "local", "openai"),
+                    help="critic and writers of the diagnosis-driven methods (default rules)")
+    ap.add_argument("--workers", type=int, default=2, help="episode-pool workers per cell")
+    ap.add_argument("--out", type=Path, help="the cells' run directories (default runs/table1_<preset>)")
+    ap.add_argument("--results", type=Path, default=ROOT / "docs" / "results", help="where the table goes")
+    ap.add_argument("--commit", action="store_true", help="git-commit each finished cell and the table")
+    a = ap.parse_args(argv)
+    try:
+        preset = TABLES.get(a.preset)
+        methods = [m.strip() for m in a.methods.split(",") if m.strip()]
+        for m in methods:
+            METHODS.get(m)
+        if a.workers < 1:
+            raise ValueError("--workers must be at least 1")
+        frozen.manifest()
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    seeds = list(range(a.seeds if a.seeds is not None else preset.seeds))
+    out = a.out or ROOT / "runs" / f"table1_{a.preset}"
+    command = "python -m experiments.table1 " + " ".join(argv if argv is not None else sys.argv[1:])
+    table = run_table(a.preset, methods, seeds, critic=a.critic, workers=a.workers, out=out,
+                      results=a.results, commit=a.commit, command=command.strip())
+    print((a.results / f"{preset.table}.md").read_text())
+    return 0 if table["equal_budget"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,75 @@
+"""Table 1's harness: the aggregate follows the documented schema and arithmetic; the smoke preset runs every
+method end to end (shared bootstrap checked by hash, equal budget, frozen suites), and a second call skips
+the recorded cells. The numbers of the smoke table are not checked: it is far too small to mean anything."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments import table1
+
+
+def _cell(method: str, seed: int, ood: float, accepted: dict | None = None) -> dict:
+    fams = ["pick_place", "stack_insert"]
+    return {"method": method, "seed": seed, "families": fams, "critic": None,
+            "ood": {f: ood for f in fams}, "ood_single": {f: ood + 10 for f in fams},
+            "instruction": {f: 50.0 for f in fams}, "id": {f: 90.0 for f in fams}, "in": 80.0,
+            "accepted_per_round": accepted or {"1": {"pick_place": 6, "stack_insert": 6}},
+            "integrity": {"flagged": False, "fallback_slots": 0}, "wall_s": 10.0}
+
+
+def test_aggregate_is_mean_and_standard_error_over_seeds_in_the_documented_schema():
+    table = table1.aggregate([_cell("sft", 0, 10.0), _cell("sft", 1, 20.0), _cell("coda", 0, 40.0)], "x")
+    assert table["preset"] == "x" and table["seeds"] == [0, 1] and table["equal_budget"]
+    sft = table["methods"]["sft"]
+    assert sft["avg_ood"] == {"mean": 15.0, "se": 5.0} and sft["cells"] == 2
+    assert sft["ood"]["pick_place"] == {"mean": 15.0, "se": 5.0}
+    assert set(sft) >= {"avg_ood", "in", "ood", "ood_single", "instruction", "cells"}
+    assert table["methods"]["coda"]["avg_ood"] == {"mean": 40.0, "se": 0.0}
+    assert list(table["methods"]) == ["sft", "coda"]  # the paper's row order
+
+
+def test_unequal_budgets_are_reported():
+    cells = [_cell("sft", 0, 10.0), _cell("coda", 0, 40.0, {"1": {"pick_place": 5, "stack_insert": 6}})]
+    assert not table1.aggregate(cells, "x")["equal_budget"]
+
+
+def test_a_mostly_fallen_back_diagnosis_cell_is_flagged():
+    cfg = table1.cell_config(table1.TABLES.get("smoke"), "coda", 0, "rules", 1)
+    rows = [{"round": 0}, {"round": 1, "generation": {"slots": 4},
+                           "fallbacks": {"slots": 3, "reasons": {"writer": 3}}}]
+    assert table1.integrity(cfg, rows)["flagged"]
+    sft = table1.cell_config(table1.TABLES.get("smoke"), "sft", 0, "rules", 1)
+    assert not table1.integrity(sft, rows)["flagged"]
+
+
+def test_smoke_table_end_to_end(tmp_path: Path):
+    out, results, seen = tmp_path / "runs", tmp_path / "results", []
+    table = table1.run_table("smoke", table1.TABLE_METHODS, [0], critic="rules", workers=1, out=out,
+                             results=results, commit=False, command="test", log=seen.append)
+    assert list(table["methods"]) == list(table1.TABLE_METHODS) and table["equal_budget"]
+    cells = {m: json.loads((results / "table1_smoke" / f"{m}_seed0.json").read_text())
+             for m in table1.TABLE_METHODS}
+    for m, c in cells.items():
+        assert set(c["ood"]) == {"pick_place"} and 0.0 <= c["ood"]["pick_place"] <= 100.0
+        assert set(c["curve"]) == {"round_00", "round_01"}
+        assert c["bootstrap_shared"] == (m != "zero_shot"), m
+    hashes = {c["bootstrap_sha256"] for m, c in cells.items() if m != "zero_shot"}
+    assert len(hashes) == 1 and cells["zero_shot"]["bootstrap_sha256"] not in hashes
+    assert (results / "table1_smoke.md").read_text().startswith("| method |")
+    saved = json.loads((results / "table1_smoke.json").read_text())
+    assert saved["methods"].keys() == table["methods"].keys() and "provenance" in saved
+    again: list[str] = []
+    table1.run_table("smoke", table1.TABLE_METHODS, [0], critic="rules", workers=1, out=out,
+                     results=results, commit=False, command="test", log=again.append)
+    assert again == [f"{m} seed 0: recorded, skipped" for m in table1.TABLE_METHODS]
+
+
+def test_cli_rejects_bad_input_before_running(capsys: pytest.CaptureFixture[str]):
+    assert table1.main(["--preset", "smok"]) == 2
+    assert "Did you mean 'smoke'" in capsys.readouterr().err
+    assert table1.main(["--methods", "coda,nope"]) == 2
+    assert table1.main(["--workers", "0"]) == 2
