@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -319,11 +319,14 @@ class Memory:
         ms = [m for m in self._stored_modes() if family is None or family in m.families]
         return [self._complete(m) for m in sorted(ms, key=lambda m: (m.created_round, m.id))]
 
-    def modes_for_family(self, family: str, factors: Iterable[str] | None = None) -> list[DifficultyMode]:
+    def modes_for_family(self, family: str, factors: Iterable[str] | None = None, *,
+                         maps: Callable[[DifficultyMode], bool] | None = None) -> list[DifficultyMode]:
         """Modes worth generating for `family`: those seen in it, plus modes from other families whose
-        factor the family also has (`factors`: names in the family's schema) — cross-family transfer."""
+        factor the family also has (`factors`: names in the family's schema) or that `maps` carries over
+        (the loop passes a mapping by the factor's meaning) — cross-family transfer."""
         names = set(factors or ())
-        return [m for m in self.modes() if family in m.families or m.factor in names]
+        return [m for m in self.modes() if family in m.families or m.factor in names
+                or (maps is not None and maps(m))]
 
     def search_modes(self, text: str, k: int = 5, *,
                      family: str | None = None) -> list[tuple[DifficultyMode, float]]:

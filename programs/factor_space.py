@@ -289,3 +289,56 @@ def widened_range(f: FactorDef, widen: float) -> tuple[float, float] | None:
     if f.type == "int":
         new = (round(new[0]), round(new[1]))
     return None if tuple(new) == (lo, hi) else new
+
+
+# ---- cross-family adaptation -------------------------------------------------------------------------------
+def mapped_value(src: FactorDef, value: EditValue, dst: FactorDef, *, allow_ood: bool = False) -> EditValue:
+    """An edit of factor `src` carried to factor `dst` of another family by meaning: a number (or range)
+    keeps its place relative to the ID range (the affine map of `src.range` onto `dst.range`), clipped to
+    `dst`'s allowed bounds; choices carry over only where `dst` allows them. `ProgramRejected` when
+    nothing carries over."""
+    if src.type == "choice" or dst.type == "choice":
+        if src.type != dst.type:
+            raise ProgramRejected(f"{src.name} ({src.type}) cannot map onto {dst.name} ({dst.type})")
+        vals = value if isinstance(value, tuple | list) else (value,)
+        allowed = allowed_choices(dst, allow_ood)
+        kept = tuple(v for v in vals if v in allowed)
+        if not kept:
+            raise ProgramRejected(f"none of {list(vals)} is a choice of {dst.name}: {list(allowed)}")
+        return kept if isinstance(value, tuple | list) else kept[0]
+    (slo, shi), (dlo, dhi) = src.range, dst.range  # type: ignore[misc]
+    lo, hi = bounds(dst, allow_ood)
+
+    def carry(x: Any) -> float:
+        t = 0.5 if shi <= slo else (float(x) - slo) / (shi - slo)
+        return min(max(dlo + t * (dhi - dlo), lo), hi)
+
+    if isinstance(value, tuple | list):
+        a, b = sorted((carry(value[0]), carry(value[1])))
+        return (round(a), round(b)) if dst.type == "int" else (_round(a), _round(b))
+    return round(carry(value)) if dst.type == "int" else _round(carry(value))
+
+
+def adapted_edits(program: GenerationProgram, source_seed: GenerationProgram, target: GenerationProgram,
+                  *, allow_ood: bool = False) -> dict[str, EditValue]:
+    """The edits that make `program` (written for `source_seed`'s family) differ from its seed, carried to
+    `target`'s factors by meaning (`resolve_factor`: same kind, same suffix) and values (`mapped_value`).
+    Factors that do not carry over are dropped; `ProgramRejected` when none does."""
+    seed_defs = {f.name: f for f in source_seed.factors}
+    out: dict[str, EditValue] = {}
+    dropped = []
+    for f in program.factors:
+        base = seed_defs.get(f.name)
+        if base is not None and (f.range, f.choices, f.default) == (base.range, base.choices, base.default):
+            continue  # not edited
+        value: EditValue = f.choices if f.type == "choice" else f.range  # type: ignore[assignment]
+        try:
+            name = resolve_factor(f.name, target, program.family)
+            out[name] = mapped_value(reference(source_seed, f.name) if base else f, value,
+                                     reference(target, name), allow_ood=allow_ood)
+        except ProgramRejected as e:
+            dropped.append(str(e))
+    if not out:
+        raise ProgramRejected(f"no edit of the {program.family} program {program.hash8} carries over to "
+                              f"{target.family}" + (f" ({'; '.join(dropped)})" if dropped else ""))
+    return out

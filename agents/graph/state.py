@@ -32,7 +32,8 @@ class Slot(TypedDict):
     accepted: list[str]  # accepted training scenes
     held_scenes: list[str]  # accepted measurement scenes
     demos: list[str]  # expert episodes of the accepted training scenes (.npz)
-    template: str  # procedural-memory entry the writer adapts (cross-family reuse); "" = none
+    template: str  # procedural-memory entry (another family's program) to adapt (cross-family reuse); ""
+    adapted: bool  # the slot's program is that entry's program adapted to this family (not the writer's)
     backfill_for: str  # mode id whose failed slot this seed slot makes up for; "" = none
 
 
@@ -69,7 +70,8 @@ def new_slot(family: str, mode_id: str, n: int, held: int, *, program: str = "",
     """A pending slot."""
     return Slot(family=family, mode_id=mode_id, n=n, held=held, program=program, train_program=train_program,
                 attempts=0, status="pending", error="", failure="", candidates=[], accepted=[],
-                held_scenes=[], demos=[], template=template, backfill_for=backfill_for)
+                held_scenes=[], demos=[], template=template, adapted=False,
+                backfill_for=backfill_for)
 
 
 def initial_state(rounds: int) -> RoundState:

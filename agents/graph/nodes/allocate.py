@@ -118,14 +118,27 @@ def _explore(deps: Deps, family: str, round_no: int, arms: list[ArmPrograms]) ->
     return arms + extra[:free]
 
 
+def _carries(mode: Any, base: Any) -> bool:
+    """A mode founded in another family reaches `base`'s family when its factor maps onto one of base's by
+    meaning (same kind, same suffix: pick-place `obj_x` is stack/insert `piece_x`)."""
+    from programs.errors import ProgramRejected
+    from programs.factor_space import resolve_factor
+
+    try:
+        resolve_factor(mode.factor, base, mode.families[0] if mode.families else None)
+    except ProgramRejected:
+        return False
+    return True
+
+
 def _memory_arms(deps: Deps, family: str, round_no: int) -> tuple[list[ArmPrograms], dict[str, int] | None]:
     """CoDA: modes seen in this family or on one of its factors elsewhere, then exploration variants in the
     arms left; the budget by learning progress (unmeasured arms count as promising)."""
     from memory.ledger import allocate_family, arm_scores
 
     cfg, mem = deps.config, deps.memory
-    names = [f.name for f in seed_generation(family).factors]
-    modes = [m.id for m in mem.modes_for_family(family, names)]
+    base = seed_generation(family)
+    modes = [m.id for m in mem.modes_for_family(family, maps=lambda m: _carries(m, base))]
     if len(modes) >= cfg.max_arms:
         scores = arm_scores(deps.ledger, family, modes, cfg.allocation)
         modes = sorted(modes, key=lambda m: (-scores[m], m))[: cfg.max_arms - 1]

@@ -52,6 +52,26 @@ def load_mode(deps: Deps, mode_id: str) -> Any:
     return DifficultyMode.model_validate_json((deps.run.dir("modes") / f"{mode_id}.json").read_text())
 
 
+def _adapt(deps: Deps, slot: Slot, round_no: int) -> Any | None:
+    """The slot's stored program from another family (`template`, a procedural-memory entry) carried over to
+    this family's seed program by meaning (`programs.factor_space.adapted_edits`); None when nothing carries
+    over (then the writer writes the program from the mode)."""
+    from programs.edits import edit_many
+    from programs.errors import ProgramRejected
+    from programs.factor_space import adapted_edits
+
+    entry = deps.memory.program_entry(slot["template"])
+    source = load_program(deps, entry.generation_path[:-3] + ".json")
+    base = seed_generation(slot["family"])
+    try:
+        edits = adapted_edits(source, seed_generation(entry.family), base,
+                              allow_ood=deps.config.writer.allow_ood)
+    except ProgramRejected:
+        return None
+    note = f"adapted from the {entry.family} program {source.hash8} ({entry.id}): {edits}"
+    return edit_many(base, edits, mode_id=slot["mode_id"], round_no=round_no, diagnosis=note)
+
+
 def _write(deps: Deps, slot: Slot, round_no: int) -> tuple[Any | None, str, SlotFailure]:
     """Ask the writer for the slot's program, from the family's seed program and the mode; on a retry the
     feedback is the failing program's exact error. Returns (program, "", "") or (None, the error, its
@@ -76,14 +96,16 @@ def _attempt(deps: Deps, slot: Slot, round_no: int, written: list[str]) -> int:
     needs_program = not slot["program"] or (slot["status"] == "retry" and _uses_writer(deps, slot))
     slot["attempts"] += 1
     if needs_program:
-        program, error, failure = _write(deps, slot, round_no)
+        adapted = None
+        if slot["template"] and not slot["program"] and deps.memory is not None:
+            adapted = _adapt(deps, slot, round_no)
+        slot["adapted"] = adapted is not None
+        program, error, failure = (adapted, "", "") if adapted is not None else _write(deps, slot, round_no)
         if program is None:
             _retry_or_fail(slot, error, failure, cfg.max_retries)
             return 1
         slot["program"] = save_program(deps, program, round_no)
         written.append(slot["program"])
-        if slot["template"] and deps.memory is not None:
-            deps.memory.record_use(slot["template"], slot["family"], round_no)
     program = load_program(deps, slot["program"])
     need = slot["n"] + slot["held"] - len(slot["accepted"]) - len(slot["held_scenes"])
     got = generate_scenes(deps, program, math.ceil(need * cfg.oversample), round_no=round_no,
@@ -156,6 +178,9 @@ def validate(state: RoundState, deps: Deps) -> dict[str, Any]:
         rows = validate_scenes(deps, slot["candidates"], round_no=round_no, tick=tick)
         _accept(slot, rows)
         slot["candidates"] = []
+        if slot.get("adapted") and slot["accepted"] and deps.memory is not None:
+            # a stored program counts as reused only once its adaptation produced accepted scenes
+            deps.memory.record_use(slot["template"], slot["family"], round_no)
         if len(slot["accepted"]) >= slot["n"] and len(slot["held_scenes"]) >= slot["held"]:
             slot["status"], slot["error"], slot["failure"] = "accepted", "", ""
         else:

@@ -1,0 +1,54 @@
+"""Cross-family reuse is done, not just counted: a difficulty mode founded on pick-place's `obj_x` reaches
+stack/insert (whose factor of that meaning is `piece_x`), its stored pick-place program is adapted to the
+stack/insert seed program by meaning and value, and the reuse is recorded only because the adapted program
+produced accepted scenes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.graph.deps import open_deps
+from agents.graph.nodes.arms import load_program, save_program, seed_generation, seed_training
+from memory.types import Diagnosis, Verdict
+from programs.edits import edit
+from programs.errors import ProgramRejected
+from programs.factor_space import adapted_edits, mapped_value
+from programs.seeds import seed_library
+from tests.agents.graphkit import config, run_graph
+from tests.fakes.agents import ScriptedAgents
+from tests.fakes.trainer import FakeTrainer
+
+LIB = seed_library()
+
+
+def test_edits_carry_over_by_meaning_and_relative_place():
+    pp, si = LIB["pick_place"][0], LIB["stack_insert"][0]
+    far = edit(pp, "obj_x", (0.08, 0.12), mode_id="m")  # the top quarter of pick-place's ID range
+    assert adapted_edits(far, pp, si) == {"piece_x": (0.085, 0.12)}  # the top quarter of stack/insert's
+    pi_shape = LIB["put_inside"][0].factor("shape")
+    assert mapped_value(pp.factor("shape"), ("cylinder",), pi_shape) == ("cylinder",)
+    with pytest.raises(ProgramRejected, match="carries over"):
+        adapted_edits(edit(pp, "friction", (0.8, 0.9), mode_id="m"), pp, LIB["articulated"][0])
+
+
+def test_a_pick_place_mode_is_adapted_for_stack_insert_and_its_reuse_counted(tmp_path: Path):
+    cfg = config("coda", families=("stack_insert",), max_arms=2)
+    with open_deps(cfg, tmp_path / "run", trainer=FakeTrainer(-1.0), agents=ScriptedAgents()) as deps:
+        d = Diagnosis(episode_id="e1", factor_group="spatial", factor="obj_x", phase="approach", side="high",
+                      edit={"obj_x": (0.08, 0.12)}, explanation="the object is far out")
+        v = Verdict(diagnosis_id=d.id, status="validated", targeted_failure_rate=0.9,
+                    control_failure_rate=0.1, statistic=0.8, p_value=0.01, n=10)
+        mode = deps.memory.add_validated(d, v, "pick_place", round_no=0)
+        gen = edit(seed_generation("pick_place"), "obj_x", (0.08, 0.12), mode_id=mode.id)
+        gen_rel, train_rel = save_program(deps, gen, 0), save_program(deps, seed_training("pick_place"), 0)
+        entry = deps.memory.add_programs(mode.id, gen.id, seed_training("pick_place").id, "pick_place",
+                                         (gen_rel[:-5] + ".py", train_rel[:-5] + ".py"), round_no=0)
+        final = run_graph(deps)
+        slots = [s for s in final["slots"] if s["mode_id"] == mode.id]
+        assert slots and slots[0]["template"] == entry.id and slots[0]["adapted"] and slots[0]["accepted"]
+        program = load_program(deps, slots[0]["program"])
+        assert program.family == "stack_insert" and program.factor("piece_x").range == (0.085, 0.12)
+        assert "adapted from the pick_place program" in (program.diagnosis or "")
+        assert deps.memory.reuse_stats()["by_pair"] == {"pick_place->stack_insert": 1}
