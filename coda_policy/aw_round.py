@@ -32,14 +32,11 @@ from coda_policy.awr import (
     AWRConfig,
     QSelectFactory,
     SeededPolicy,
-    advantage_groups,
-    advantage_weights,
+    advantage_weighted_update,
     build_table,
     critic_inputs,
-    crossfit_advantages,
     fit_table_critic,
     load_seeded,
-    weighted_update,
 )
 from coda_policy.critic import ChunkCriticConfig
 from coda_policy.shaping import SHAPING_MODES, ShapingConfig, shape_episodes
@@ -257,26 +254,21 @@ def train_mode(cfg: AWRoundConfig, mode: str, seed: int, ckpt: Path, episodes: l
     # constant across the K chunks it ranks, so it could not change the pick anyway)
     ccfg = dataclasses.replace(cfg.critic, seed=seed,
                                potential_feature=cfg.critic.potential_feature and mode != "frozen_actor")
-    data = critic_inputs(policy, table, ccfg.potential_feature)
     m: dict[str, Any] = {"chunks": len(chunks), "demo_chunks": int(chunks.demo.sum()),
                          "return_mean": float(chunks.ret.mean()), "return_std": float(chunks.ret.std())}
     if mode == "frozen_actor":
-        critic, m["critic"] = fit_table_critic(data, ccfg)
+        critic, m["critic"] = fit_table_critic(critic_inputs(policy, table, ccfg.potential_feature), ccfg)
         m["critic_s"] = round(time.perf_counter() - t0, 1)
         _log_critic(log, seed, mode, m["critic"])
         critic_path = critic.save(out / "critic_frozen_actor.pt")
         return QSelectFactory(str(ckpt), str(critic_path), seed, cfg.select_k), m
-    adv, m["critic"] = crossfit_advantages(data, chunks.episode, ccfg, cfg.awr.folds)
-    m["critic_s"] = round(time.perf_counter() - t0, 1)
+    # the loop's own update (`advantage_weighted_update`: the same composition as the `train` node)
+    m |= advantage_weighted_update(policy, table, ccfg, dataclasses.replace(cfg.awr, seed=seed))
+    m["critic_update_s"] = round(time.perf_counter() - t0, 1)
     _log_critic(log, seed, mode, m["critic"])
-    w, m["weights"] = advantage_weights(adv, cfg.awr)
-    groups = advantage_groups(adv, chunks)
-    m["weights"] |= groups
     log(f"seed {seed} {mode}: mean normalised advantage by chunk source: "
-        + ", ".join(f"{k[4:]} {v:+.2f}" for k, v in groups.items()))
-    t0 = time.perf_counter()
-    m["update"] = weighted_update(policy, table, w, dataclasses.replace(cfg.awr, seed=seed))
-    m["update_s"] = round(time.perf_counter() - t0, 1)
+        + ", ".join(f"{k[4:]} {v:+.2f}" for k, v in m["weights"].items() if k.startswith("adv_")
+                    and k not in ("adv_mean", "adv_std")))
     path = policy.save(out / f"policy_{mode}.pt")
     return SeededPolicy(str(path), seed), m
 

@@ -235,6 +235,20 @@ def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRCon
     return {"flow_mse_first": float(np.mean(losses[:20])), "flow_mse_last": float(np.mean(losses[-20:]))}
 
 
+def advantage_weighted_update(policy: Any, table: ChunkTable, critic_cfg: ChunkCriticConfig,
+                              cfg: AWRConfig) -> dict[str, Any]:
+    """The policy update — one composition, run by the loop's `train` node (`agents.graph.trainer`) and by
+    `coda_policy.aw_round` alike: chunk critics cross-fitted over episodes on the table's shaped returns
+    (each chunk's Â from critics that never saw its episode), clipped exponential weights of the
+    normalised Â, `cfg.steps` weighted flow-matching steps. Updates `policy` in place; returns the critic,
+    weight (with Â by chunk source) and update metrics."""
+    data = critic_inputs(policy, table, critic_cfg.potential_feature)
+    adv, critic_m = crossfit_advantages(data, table.chunks.episode, critic_cfg, cfg.folds)
+    w, weight_m = advantage_weights(adv, cfg)
+    return {"critic": critic_m, "weights": weight_m | advantage_groups(adv, table.chunks),
+            "update": weighted_update(policy, table, w, cfg)}
+
+
 # ---- frozen actor ----------------------------------------------------------------------------------
 class QSelectPolicy:
     """The `frozen_actor` ablation: the (unchanged) policy samples K chunks, the critic keeps the one with

@@ -109,15 +109,7 @@ class PolicyTrainer:
         """Fit a chunk critic on shaped returns of rollouts and demos (each group shaped by its own training
         program), then update the policy by advantage-weighted flow matching."""
         self._threads()
-        from coda_policy.awr import (
-            AWRConfig,
-            advantage_weights,
-            build_table,
-            critic_inputs,
-            crossfit_advantages,
-            load_seeded,
-            weighted_update,
-        )
+        from coda_policy.awr import AWRConfig, advantage_weighted_update, build_table, load_seeded
         from coda_policy.critic import ChunkCriticConfig
         from sim.episode import Episode
 
@@ -139,10 +131,8 @@ class PolicyTrainer:
                                        batch_size=lc.critic_batch, seed=seed)
         awr = AWRConfig(steps=lc.awr_steps, batch_size=lc.awr_batch, tau=lc.awr_tau, lr=lc.awr_lr, seed=seed,
                         folds=lc.awr_folds)
-        # each chunk's advantage from a critic that never saw its episode (cross-fitted over episodes)
-        adv, cm = crossfit_advantages(critic_inputs(policy, table), chunks.episode, critic_cfg, awr.folds)
-        w, wm = advantage_weights(adv, awr)
-        um = weighted_update(policy, table, w, awr)
+        m = advantage_weighted_update(policy, table, critic_cfg, awr)
+        cm, wm, um = m["critic"], m["weights"], m["update"]
         policy.save(out)
         return {"shaping": shaping, "episodes": len(episodes), "chunks": len(chunks),
                 "demo_chunks": int(chunks.demo.sum()), "return_mean": float(chunks.ret.mean()),
