@@ -160,8 +160,11 @@ def evaluate(policy: Path, scenes: Sequence[frozen.SuiteScene], seed: int, pool:
     return {f: {k: 100.0 * sum(v) / len(v) for k, v in splits.items()} for f, splits in acc.items()}
 
 
-def evaluate_cell(cfg: RunConfig, run: Path, preset: TablePreset, pool: EpisodePool) -> dict[str, Any]:
-    """The cell's final policy on every split, each round's on the curve split; cached in the run dir."""
+def evaluate_cell(cfg: RunConfig, run: Path, preset: TablePreset, pool: EpisodePool,
+                  shared: Path | None = None) -> dict[str, Any]:
+    """The cell's final policy on every split, each round's on the curve split; cached in the run dir and,
+    by the policy file's hash, in `shared` (the bootstrap policy every SFT-started cell of a seed shares is
+    evaluated once)."""
     cache = run / "suite_eval.json"
     done = json.loads(cache.read_text()) if cache.exists() else {}
     scenes = frozen.suite(cfg.families, per_split=preset.per_split)
@@ -171,8 +174,19 @@ def evaluate_cell(cfg: RunConfig, run: Path, preset: TablePreset, pool: EpisodeP
             continue
         policy = run / "policy" / f"{key}.pt"
         split = frozen.SPLITS if r == cfg.rounds else (preset.curve_split,)
-        done[key] = evaluate(policy, [s for s in scenes if s.split in split], cfg.seed, pool,
-                             cfg.rollout_max_steps)
+        what = {"policy": sha256(policy), "seed": cfg.seed, "splits": list(split),
+                "families": list(cfg.families), "per_split": preset.per_split,
+                "max_steps": cfg.rollout_max_steps}
+        hit = shared / f"{hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]}.json" \
+            if shared is not None else None
+        if hit is not None and hit.exists():
+            done[key] = json.loads(hit.read_text())
+        else:
+            done[key] = evaluate(policy, [s for s in scenes if s.split in split], cfg.seed, pool,
+                                 cfg.rollout_max_steps)
+            if hit is not None:
+                hit.parent.mkdir(parents=True, exist_ok=True)
+                hit.write_text(json.dumps(done[key]))
         cache.write_text(json.dumps(done, indent=1))
     return done
 
@@ -344,7 +358,7 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
             seed_cell(run, boot)
         log(f"{method} seed {seed}: running {cfg.rounds} rounds in {run}")
         run_cell(cfg, run)
-        evals = evaluate_cell(cfg, run, preset, pool)
+        evals = evaluate_cell(cfg, run, preset, pool, shared=out / "_eval_cache")
         rec = cell_record(cfg, run, evals, time.perf_counter() - t0, boot_hash, preset_name)
         if boot_hash is not None and not rec["bootstrap_shared"]:
             raise RuntimeError(f"{run}: its round-0 policy is not the shared bootstrap's "
