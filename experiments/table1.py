@@ -210,6 +210,12 @@ def integrity(cfg: RunConfig, rows: list[dict[str, Any]]) -> dict[str, Any]:
             "unusable_answers": dict(unusable), "flagged": flagged}
 
 
+def _memory_row(row: dict[str, Any]) -> dict[str, Any]:
+    critic = row.get("critic") or {}
+    return {**critic.get("memory", {}), "validated": critic.get("verdicts", {}).get("validated", 0),
+            "arms": row.get("generation", {}).get("arms", [])}
+
+
 def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float, boot_hash: str | None,
                 preset_name: str) -> dict[str, Any]:
     rows = _rows(run)
@@ -228,6 +234,8 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
         "in": 100.0 * own[-1] if own else None,
         "curve": {k: {f: v[f] for f in cfg.families} for k, v in sorted(evals.items())},
         "accepted_per_round": accepted,
+        # memory and the critic per round (diagnosis-driven methods): what the memory plot reads
+        "memory_per_round": {r["round"]: _memory_row(r) for r in rows if r["round"] > 0},
         "integrity": integrity(cfg, rows),
         "bootstrap_sha256": sha256(policy0) if policy0.exists() else None,
         "bootstrap_shared": boot_hash is not None and sha256(policy0) == boot_hash,
@@ -315,7 +323,12 @@ def write_table(results: Path, preset: TablePreset, preset_name: str, command: s
     meta = provenance(command)
     table["provenance"] = meta
     (results / f"{preset.table}.json").write_text(json.dumps(table, indent=1) + "\n")
-    (results / f"{preset.table}.md").write_text(markdown(table, meta))
+    from experiments.plots import make_plots, write_html
+
+    plots = make_plots(results, preset.table)
+    images = "".join(f"\n![{p.stem}]({p.name})\n" for p in plots)
+    (results / f"{preset.table}.md").write_text(markdown(table, meta) + images)
+    write_html(results, preset.table, plots)
     return table
 
 

@@ -60,6 +60,10 @@ def test_smoke_table_end_to_end(tmp_path: Path):
     hashes = {c["bootstrap_sha256"] for m, c in cells.items() if m != "zero_shot"}
     assert len(hashes) == 1 and cells["zero_shot"]["bootstrap_sha256"] not in hashes
     assert (results / "table1_smoke.md").read_text().startswith("| method |")
+    for plot in ("ood_vs_envs", "gain", "memory"):
+        assert (results / f"table1_smoke_{plot}.png").stat().st_size > 1000
+    page = (results / "table1_smoke.html").read_text()
+    assert page.count("data:image/png;base64,") == 3 and "<td>coda</td>" in page
     saved = json.loads((results / "table1_smoke.json").read_text())
     assert saved["methods"].keys() == table["methods"].keys() and "provenance" in saved
     again: list[str] = []
