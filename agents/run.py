@@ -77,11 +77,21 @@ def make_config(a: argparse.Namespace) -> RunConfig:
 def _config_file(path: Path) -> RunConfig:
     """A RunConfig from JSON; ValueError with what to fix when it cannot be one."""
     try:
-        return RunConfig.from_json(path.read_text())
+        data = json.loads(path.read_text())
     except OSError as e:
         raise ValueError(f"cannot read --config {path}: {e.strerror}") from None
-    except (json.JSONDecodeError, TypeError, AttributeError) as e:
-        raise ValueError(f"--config {path} is not a RunConfig JSON object ({e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"--config {path} is not JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path} must hold a JSON object of RunConfig fields, not a "
+                         f"{type(data).__name__}")
+    unknown = sorted(set(data) - {f.name for f in dataclasses.fields(RunConfig)})
+    if unknown:
+        raise ValueError(f"--config {path}: unknown RunConfig fields {unknown}")
+    try:
+        return RunConfig.from_json(json.dumps(data))
+    except (TypeError, AttributeError) as e:
+        raise ValueError(f"--config {path} is not a valid RunConfig ({e})") from None
 
 
 def make_llm(cfg: RunConfig, run: RunDir, a: argparse.Namespace) -> tuple[Any, Any]:

@@ -1,0 +1,31 @@
+"""`python -m agents.run --config FILE` (how experiments.table1 starts its cells): a RunConfig JSON is the
+run's configuration, flags still override it, and a missing or malformed file is a one-line error."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from agents.config import get_preset
+from agents.run import main, make_config, parse_args
+
+
+def test_a_config_file_is_the_run_config_and_flags_override_it(tmp_path: Path):
+    cfg = dataclasses.replace(get_preset("smoke"), budget=3, eval_ood=0, seed=4)
+    path = tmp_path / "c.json"
+    path.write_text(cfg.to_json())
+    assert make_config(parse_args(["--config", str(path)])) == cfg
+    assert make_config(parse_args(["--config", str(path), "--seed", "7"])).seed == 7
+
+
+@pytest.mark.parametrize("content", [None, "[1, 2, 3]", "{not json", "{\"budgett\": 3}"])
+def test_a_bad_config_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], content):
+    path = tmp_path / "c.json"
+    if content is not None:
+        path.write_text(content)
+    assert main(["--config", str(path), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "--config" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
