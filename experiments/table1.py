@@ -239,7 +239,7 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
         "integrity": integrity(cfg, rows),
         "bootstrap_sha256": sha256(policy0) if policy0.exists() else None,
         "bootstrap_shared": boot_hash is not None and sha256(policy0) == boot_hash,
-        "wall_s": round(wall_s, 1), "run_dir": str(run),
+        "wall_s": round(wall_s, 1), "run_dir": str(run), "code_commit": provenance("")["commit"],
     }
 
 
@@ -289,21 +289,25 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
     def ms(x: dict[str, float] | None) -> str:
         return "–" if x is None else f"{x['mean']:.1f} ± {x['se']:.1f}"
 
-    head = ["method", *[f"OOD {f}" for f in fams], "avg OOD", "In", "OOD-single", "instruction", "cells"]
+    head = ["method", *[f"OOD {f}" for f in fams], "avg OOD", "In", "ID", "OOD-single", "instruction",
+            "cells"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m, e in table["methods"].items():
         single = _mean_se([v["mean"] for v in e["ood_single"].values()])
         instr = _mean_se([v["mean"] for v in e["instruction"].values()])
+        ident = _mean_se([v["mean"] for v in e["id"].values()])
         flag = f" ⚠ {e['flagged_cells']} flagged" if e["flagged_cells"] else ""
         lines.append("| " + " | ".join([m, *[ms(e["ood"][f]) for f in fams], ms(e["avg_ood"]), ms(e["in"]),
-                                        f"{single['mean']:.1f}", f"{instr['mean']:.1f}",
+                                        f"{ident['mean']:.1f}", f"{single['mean']:.1f}",
+                                        f"{instr['mean']:.1f}",
                                         f"{e['cells']}{flag}"]) + " |")
     notes = [
         f"Preset `{table['preset']}`, seeds {table['seeds']}; success in %, mean ± standard error over seeds "
-        "(OOD-single and instruction: mean over families). Frozen suites: `experiments/suites/`.",
+        "(ID, OOD-single and instruction: mean over families). Frozen suites: `experiments/suites/`.",
         f"Equal generation budget across methods (accepted scenes per family per round): "
         f"{'yes' if table['equal_budget'] else 'NO'}.",
-        f"Command: `{meta['command']}` · commit {meta['commit']} · {meta['versions']}",
+        f"Command: `{meta['command']}` · cells computed at commit(s) {', '.join(meta['cell_commits'])} · "
+        f"table written at {meta['commit']} · {meta['versions']}",
     ]
     return "\n".join(lines) + "\n\n" + "\n\n".join(notes) + "\n"
 
@@ -321,6 +325,7 @@ def write_table(results: Path, preset: TablePreset, preset_name: str, command: s
     cells = [json.loads(p.read_text()) for p in sorted((results / preset.table).glob("*_seed*.json"))]
     table = aggregate(cells, preset_name)
     meta = provenance(command)
+    meta["cell_commits"] = sorted({c.get("code_commit", "unrecorded") for c in cells})
     table["provenance"] = meta
     (results / f"{preset.table}.json").write_text(json.dumps(table, indent=1) + "\n")
     from experiments.plots import make_plots, write_html
