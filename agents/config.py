@@ -155,6 +155,9 @@ class VerifyTestConfig:
     # fewer counted episodes than this in either batch: inconclusive (capped at verify_n: a batch of n can
     # only be judged if n episodes may count)
     min_valid: int = 4
+    # the smallest failure-rate increase a difficulty mode is worth: "refuted" needs the data to bound the
+    # increase below it, and a control failing more often than 1 - min_effect is a ceiling (inconclusive)
+    min_effect: float = 0.25
     # the control factor, or None to pick one (another number factor of a different kind, at random)
     control_factor: str | None = None
     # groups a control factor may come from ("task" factors change the task itself)
@@ -163,6 +166,8 @@ class VerifyTestConfig:
     def __post_init__(self) -> None:
         if self.min_valid < 1:
             raise ValueError("min_valid must be >= 1")
+        if not 0.0 < self.min_effect < 1.0:
+            raise ValueError(f"verify.min_effect must be in (0, 1), got {self.min_effect}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,7 +214,7 @@ class RunConfig:
     # failed rollouts the critic diagnoses per round, at most
     diagnose_max: int = 4
     # episodes per batch (targeted and control) when verifying a diagnosis
-    verify_n: int = 6
+    verify_n: int = 12
     # significance level of the verification test
     verify_alpha: float = 0.1
     # the verification test's other knobs (smallest countable batch, control factor and its groups)
@@ -323,7 +328,7 @@ PRESETS.register("smoke", RunConfig(
 # out-of-distribution failures and verification has successes to contrast with.
 PRESETS.register("demo", RunConfig(
     preset="demo", families=("pick_place", "stack_insert"), rounds=2, budget=4, held=1, max_arms=3,
-    max_retries=2, seed_demos=40, diagnose_max=3, verify_n=6, eval_id=6, eval_ood=6, variants=2,
+    max_retries=2, seed_demos=40, diagnose_max=3, verify_n=12, eval_id=6, eval_ood=6, variants=2,
     rollout_max_steps=200,
     learn=LearnConfig(
         policy=ObjectTokenConfig(batch_size=64, flow_steps=8),

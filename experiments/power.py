@@ -1,8 +1,8 @@
 """The verification test's power, exactly: the probability that the one-sided Fisher exact test of the
 `verify` node (`agents.critic.verify.decide`) validates a diagnosis whose targeted batch truly fails at rate
 `pt` and whose control batch at rate `pc`, with `n` episodes each, at significance `alpha` — and the
-probability it labels it *refuted* (targeted ≤ control), which it also does when both batches fail every
-episode. Binomial outcomes are enumerated; nothing is simulated.
+probability it labels it *refuted* (the increase bounded below `VerifyTestConfig.min_effect`). Binomial
+outcomes are enumerated through the node's own `decide`; nothing is simulated.
 
     python -m experiments.power [--alpha 0.1] [--n 3 6 12 24]
 """
@@ -15,7 +15,8 @@ from math import comb
 from agents.config import VerifyTestConfig
 from agents.critic.verify import VerifyConfig, decide
 
-CONTRASTS = ((0.9, 0.1), (0.8, 0.3), (0.7, 0.4), (0.6, 0.5), (1.0, 1.0), (0.0, 0.0))
+# real contrasts, then true nulls (no effect: "validated" here is the test's false-positive rate)
+CONTRASTS = ((0.9, 0.1), (0.8, 0.3), (0.7, 0.4), (0.6, 0.5), (0.3, 0.3), (0.1, 0.1), (1.0, 1.0), (0.0, 0.0))
 
 
 def binom(k: int, n: int, p: float) -> float:
@@ -24,7 +25,8 @@ def binom(k: int, n: int, p: float) -> float:
 
 def verdict_rates(pt: float, pc: float, n: int, alpha: float) -> dict[str, float]:
     """P(validated), P(refuted), P(inconclusive) for true failure rates `pt` (targeted), `pc` (control)."""
-    cfg = VerifyConfig(alpha=alpha, min_valid=max(1, min(VerifyTestConfig().min_valid, n)))
+    v = VerifyTestConfig()
+    cfg = VerifyConfig(alpha=alpha, min_valid=max(1, min(v.min_valid, n)), min_effect=v.min_effect)
     out = {"validated": 0.0, "refuted": 0.0, "inconclusive": 0.0}
     for t in range(n + 1):
         for c in range(n + 1):

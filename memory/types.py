@@ -113,6 +113,7 @@ class Verdict(BaseModel):
     p_value: float = Field(ge=0.0, le=1.0)
     n: int = Field(ge=0)  # episodes per batch
     test: str = "fisher_exact"  # which test produced `p_value`
+    reason: str = ""  # why this status (e.g. "control at ceiling: no room to show an increase")
 
 
 class EpisodeRecord(BaseModel):

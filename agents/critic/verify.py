@@ -12,10 +12,19 @@ Two batches of `n` scenes, drawn in pairs with common random numbers:
 
 Both batches run through the injected `run_batch` (generation in the sandbox + rollout with the current
 policy). A failure *in the diagnosed phase* counts; episodes whose generation or rollout errored are left
-out. A one-sided Fisher exact test (H1: targeted failure rate > control) gives the verdict: validated when
-p < α and targeted > control, refuted when targeted ≤ control, inconclusive otherwise (also when fewer
-than `min_valid` episodes per batch could be counted). Common random numbers correlate the two batches
-positively, which only makes the independent-samples test conservative.
+out. The verdict:
+
+- *validated*: a one-sided Fisher exact test (H1: targeted failure rate > control) gives p < α;
+- *refuted*: the data bound the increase below `min_effect` — the one-sided (1 − α) Agresti–Caffo upper
+  confidence bound of (targeted − control) is under it — so the edit does not recreate the failure by an
+  amount a difficulty mode is worth;
+- *inconclusive* otherwise: too few counted episodes (`min_valid`), the control batch at its ceiling (it
+  fails more often than 1 − `min_effect`, leaving no room to show the increase: both batches failing every
+  episode is no evidence either way), or neither test decides.
+
+Equal rates alone are never "refuted": 1/6 vs 1/6 bounds nothing. `python -m experiments.power` gives the
+exact operating characteristics. Common random numbers correlate the two batches positively, which only
+makes the independent-samples tests conservative.
 """
 
 from __future__ import annotations
@@ -23,13 +32,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from agents.critic.diagnose import CriticConfig
 from agents.critic.factors import live_under
-from memory.types import Diagnosis, Verdict
+from memory.types import Diagnosis, Verdict, VerdictStatus
 from programs.edits import edit, edit_many
 from programs.factor_space import family_factors, kind_of, magnitude, matched_edit, movable, reference
 from programs.model import GenerationProgram
@@ -76,6 +86,9 @@ class VerifyConfig:
     alpha: float = 0.05
     # fewer counted episodes than this in either batch: inconclusive
     min_valid: int = 4
+    # the smallest increase of the failure rate a difficulty mode is worth: refuted only when the data
+    # bound the increase below it; a control failing more often than 1 - min_effect leaves no room for it
+    min_effect: float = 0.25
     # the control factor, or None to pick one (another number factor of a different kind, at random)
     control_factor: str | None = None
     # groups a control factor may come from ("task" factors change the task itself)
@@ -88,6 +101,8 @@ class VerifyConfig:
             raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
         if self.min_valid < 1:
             raise ValueError("min_valid must be >= 1")
+        if not 0.0 < self.min_effect < 1.0:
+            raise ValueError(f"min_effect must be in (0, 1), got {self.min_effect}")
 
 
 @dataclass(frozen=True)
@@ -116,20 +131,37 @@ def fisher_greater(a: int, n1: int, c: int, n2: int) -> float:
     return min(1.0, tail / denom)
 
 
+def upper_bound(a: int, n1: int, c: int, n2: int, alpha: float) -> float:
+    """One-sided (1 − α) upper confidence bound of the difference of rates a/n1 − c/n2, Agresti–Caffo
+    (one success and one failure added to each group: good coverage at small n, defined at 0/n and n/n)."""
+    p1, p2 = (a + 1) / (n1 + 2), (c + 1) / (n2 + 2)
+    se = math.sqrt(p1 * (1 - p1) / (n1 + 2) + p2 * (1 - p2) / (n2 + 2))
+    return p1 - p2 + NormalDist().inv_cdf(1 - alpha) * se
+
+
 def decide(diagnosis_id: str, t_fail: int, t_n: int, c_fail: int, c_n: int, config: VerifyConfig) -> Verdict:
-    """The verdict from the two batches' counts of failures in the diagnosed phase."""
+    """The verdict from the two batches' counts of failures in the diagnosed phase (rules in the module
+    docstring)."""
     t_rate = t_fail / t_n if t_n else 0.0
     c_rate = c_fail / c_n if c_n else 0.0
     p = fisher_greater(t_fail, t_n, c_fail, c_n)
+    status: VerdictStatus
     if min(t_n, c_n) < config.min_valid:
-        status = "inconclusive"
-    elif t_rate <= c_rate:
-        status = "refuted"
+        status, reason = "inconclusive", f"too few counted episodes (fewer than {config.min_valid} per batch)"
+    elif p < config.alpha:
+        status, reason = "validated", f"targeted fails more often (p = {p:.3g} < {config.alpha})"
+    elif c_rate > 1.0 - config.min_effect:
+        status, reason = "inconclusive", (f"control at ceiling ({c_rate:.0%} failures): no room to show an "
+                                          f"increase of {config.min_effect:.0%}")
+    elif (ub := upper_bound(t_fail, t_n, c_fail, c_n, config.alpha)) < config.min_effect:
+        status, reason = "refuted", (f"increase bounded below {config.min_effect:.0%} (upper bound "
+                                     f"{ub:+.2f})")
     else:
-        status = "validated" if p < config.alpha else "inconclusive"
+        status, reason = "inconclusive", f"not significant (p = {p:.3g}) and not bounded below " \
+                                         f"{config.min_effect:.0%}"
     return Verdict(diagnosis_id=diagnosis_id, status=status, targeted_failure_rate=t_rate,
                    control_failure_rate=c_rate, statistic=round(t_rate - c_rate, 6), p_value=p,
-                   n=min(t_n, c_n), test="fisher_exact_one_sided")
+                   n=min(t_n, c_n), test="fisher_exact_one_sided+agresti_caffo_bound", reason=reason)
 
 
 # ---- the control edit ------------------------------------------------------------------------------------

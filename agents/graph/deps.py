@@ -167,7 +167,7 @@ class HelperAgents:
 
         v = self.verify_config
         # a batch of n can only be judged if n episodes may count
-        config = VerifyConfig(alpha=alpha, min_valid=max(1, min(v.min_valid, n)),
+        config = VerifyConfig(alpha=alpha, min_valid=max(1, min(v.min_valid, n)), min_effect=v.min_effect,
                               control_factor=v.control_factor, control_groups=v.control_groups,
                               critic=self.critic)
         return verify(diagnosis, program, run_batch, n=n, rng=rng, config=config)

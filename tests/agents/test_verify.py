@@ -18,6 +18,7 @@ from agents.critic.verify import (
     refuted_share,
     run_verification,
     sandbox_run_batch,
+    upper_bound,
     verify,
 )
 from memory.types import Diagnosis
@@ -46,11 +47,40 @@ def test_decide_statuses():
     cfg = VerifyConfig()
     v = decide("dx_1", 9, 10, 1, 10, cfg)
     assert (v.status, v.n, v.targeted_failure_rate, v.control_failure_rate) == ("validated", 10, 0.9, 0.1)
-    assert v.p_value < 0.01 and v.statistic == pytest.approx(0.8) and v.test == "fisher_exact_one_sided"
-    assert decide("dx_1", 3, 10, 3, 10, cfg).status == "refuted"
-    assert decide("dx_1", 1, 10, 4, 10, cfg).status == "refuted"
+    assert v.p_value < 0.01 and v.statistic == pytest.approx(0.8) and v.test.startswith("fisher_exact")
+    assert decide("dx_1", 1, 10, 4, 10, cfg).status == "refuted"  # the control fails clearly more often
+    assert decide("dx_1", 1, 24, 1, 24, cfg).status == "refuted"  # equal and low at n = 24: bounded
     assert decide("dx_1", 4, 10, 2, 10, cfg).status == "inconclusive"  # higher, not significantly
     assert decide("dx_1", 3, 3, 0, 3, cfg).status == "inconclusive"  # too few episodes counted
+
+
+def test_equal_rates_at_small_n_and_saturated_batches_are_inconclusive_not_refuted():
+    """Issue #10's observations at n = 6 (0.17 vs 0.17, 1.00 vs 1.00, 0.83 vs 1.00) bound nothing."""
+    cfg = VerifyConfig(alpha=0.1)
+    for t, c in ((1, 1), (6, 6), (5, 6), (3, 3)):
+        v = decide("dx_1", t, 6, c, 6, cfg)
+        assert v.status == "inconclusive", (t, c, v)
+    ceiling = decide("dx_1", 12, 12, 12, 12, cfg)
+    assert ceiling.status == "inconclusive" and "ceiling" in ceiling.reason
+    # the diagnosed edit never recreating the failure, with a clean control, is evidence against it
+    floor = decide("dx_1", 0, 12, 0, 12, cfg)
+    assert floor.status == "refuted" and "bounded" in floor.reason
+
+
+def test_upper_bound_covers_the_true_difference_at_its_level():
+    """The Agresti–Caffo bound's one-sided coverage, exactly over binomial outcomes, is near 1 − α."""
+    from math import comb
+
+    def pmf(k, n, p):
+        return comb(n, k) * p**k * (1 - p) ** (n - k)
+
+    n, alpha = 12, 0.1
+    for pt, pc in ((0.5, 0.2), (0.3, 0.3), (0.8, 0.5)):
+        cover = sum(pmf(a, n, pt) * pmf(c, n, pc) for a in range(n + 1) for c in range(n + 1)
+                    if upper_bound(a, n, c, n, alpha) >= pt - pc)
+        assert 0.85 <= cover <= 0.99, (pt, pc, cover)
+    with pytest.raises(ValueError, match="min_effect"):
+        VerifyConfig(min_effect=1.0)
 
 
 def test_control_edit_matches_the_diagnosed_edit_in_relative_magnitude():
