@@ -263,6 +263,9 @@ class RunConfig:
             raise ValueError("need at least one task family")
         if self.rounds < 0 or self.budget < 1 or self.held < 0 or self.max_arms < 1:
             raise ValueError("need rounds >= 0, budget >= 1, held >= 0, max_arms >= 1")
+        if self.workers < 0 or self.sandbox_workers < 1:
+            raise ValueError(f"need workers >= 0 (0 runs episodes in this process) and sandbox_workers >= 1, "
+                             f"got {self.workers} and {self.sandbox_workers}")
         if self.max_retries < 0 or self.oversample < 1.0:
             raise ValueError("need max_retries >= 0 and oversample >= 1")
         if not 0.0 < self.verify_alpha < 1.0:

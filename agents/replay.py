@@ -23,6 +23,7 @@ from typing import Any
 
 from agents.config import RunConfig
 from agents.graph.rundir import RunDir, read_metrics
+from common.cli import UsageError, run_cli
 
 PER_ROUND = ("programs", "scenes", "episodes", "validity", "diagnoses", "snapshots")
 
@@ -32,10 +33,15 @@ def open_app(run: RunDir) -> Iterator[Any]:
     """The run's compiled graph over its checkpoints, for reading (no simulator or model is started)."""
     from agents.graph.build import build_graph, open_checkpointer
     from agents.graph.deps import Deps
+    from agents.run import check_trace_db, read_config_file
 
-    if not run.trace.exists():
-        raise SystemExit(f"error: no checkpoints at {run.trace}")
-    cfg = RunConfig.from_json(run.config.read_text())
+    if not run.root.is_dir():
+        raise UsageError(f"{run.root} is not a run directory")
+    check_trace_db(run)
+    try:
+        cfg = read_config_file(run.config, "config.json")
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     deps = Deps(config=cfg, run=run, sandbox=None, episodes=None, trainer=None)  # type: ignore[arg-type]
     with open_checkpointer(run.root) as saver:
         yield build_graph(deps).compile(checkpointer=saver)
@@ -54,7 +60,7 @@ def _find(snaps: list[Any], key: str) -> tuple[Any, Any | None]:
         cid = s.config["configurable"]["checkpoint_id"]
         if key == str(s.metadata.get("step")) or (len(key) > 4 and cid.startswith(key)):
             return s, snaps[i - 1] if i else None
-    raise SystemExit(f"error: no checkpoint {key!r}; list them with `python -m agents.replay RUN`")
+    raise UsageError(f"no checkpoint {key!r}; list them with `python -m agents.replay RUN`")
 
 
 def list_steps(app: Any, console: Any) -> None:
@@ -132,9 +138,9 @@ def fork(app: Any, run: RunDir, key: str, out: Path, rounds: int | None, console
     snap, _ = _find(snaps, key)
     if snap.values.get("node") != "report":
         ok = [str(s.metadata.get("step")) for s in snaps if s.values.get("node") == "report"]
-        raise SystemExit(f"error: fork at a round boundary (a `report` checkpoint): steps {', '.join(ok)}")
+        raise UsageError(f"fork at a round boundary (a `report` checkpoint): steps {', '.join(ok)}")
     if out.exists():
-        raise SystemExit(f"error: {out} exists")
+        raise UsageError(f"{out} exists")
     shutil.copytree(run.root, out)
     copy = RunDir(out)
     r = int(snap.values.get("round", 0))
@@ -160,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, help="rounds of the fork (default: the run's)")
     p.add_argument("--run", dest="replay", action="store_true", help="replay the fork's remaining rounds now")
     a = p.parse_args(argv)
+    return run_cli(lambda: _main(a), log_dir=lambda: None)
+
+
+def _main(a: argparse.Namespace) -> int:
     from rich.console import Console
 
     console, run = Console(), RunDir(a.run_dir)

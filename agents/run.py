@@ -9,6 +9,11 @@ LLM backends: rules (no model), local (embedded llama.cpp), openai (--base-url/-
 $OPENAI_API_KEY), replay (--replay-file; --record records unseen prompts through --record-backend).
 Every node checkpoints to runs/NAME/trace.sqlite before the next starts; `--resume` re-runs only the node
 that was interrupted, which finds its finished work on disk.
+
+Every input is checked before anything is written (exit code 2, one line saying what to do): the preset,
+config file, method, families, LLM backend settings, the run directory, and on --resume its config.json,
+trace.sqlite and the files its last checkpoint needs. A run that then fails exits 1 with one line; the
+traceback goes to <run>/error.log.
 """
 
 from __future__ import annotations
@@ -17,13 +22,13 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from agents.config import METHODS, PRESETS, RunConfig
 from agents.graph.rundir import RunDir, read_metrics
+from common.cli import UsageError, run_cli
 
 BACKENDS = ("rules", "local", "openai", "replay")
 
@@ -55,7 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def make_config(a: argparse.Namespace) -> RunConfig:
     """Preset (or --config file) + flags (a fresh run)."""
-    cfg = _config_file(a.config) if a.config else PRESETS.get(a.preset)
+    cfg = read_config_file(a.config) if a.config else PRESETS.get(a.preset)
     over: dict[str, Any] = {k: v for k, v in (("method", a.method), ("rounds", a.rounds), ("llm", a.llm),
                                               ("llm_model", a.model), ("llm_base_url", a.base_url),
                                               ("budget", a.budget), ("workers", a.workers), ("seed", a.seed))
@@ -63,8 +68,8 @@ def make_config(a: argparse.Namespace) -> RunConfig:
     if a.families:
         over["families"] = tuple(f.strip() for f in a.families.split(","))
     if a.init_policy:
-        if not a.init_policy.exists():
-            raise SystemExit(f"error: no policy checkpoint at {a.init_policy}")
+        if not a.init_policy.is_file():
+            raise UsageError(f"no policy checkpoint at {a.init_policy}")
         over["learn"] = dataclasses.replace(cfg.learn, init_policy=str(a.init_policy.resolve()))
     cfg = dataclasses.replace(cfg, **over)
     from sim.families import get_family
@@ -74,24 +79,62 @@ def make_config(a: argparse.Namespace) -> RunConfig:
     return cfg
 
 
-def _config_file(path: Path) -> RunConfig:
+def check_backend(cfg: RunConfig, a: argparse.Namespace, run_root: Path) -> None:
+    """The LLM backend has what it needs (an endpoint and a model, a recordings file), before any work."""
+    if cfg.llm == "openai" or (cfg.llm == "replay" and a.record and a.record_backend == "openai"):
+        url = cfg.llm_base_url or os.environ.get("OPENAI_BASE_URL", "")
+        model = cfg.llm_model or os.environ.get("OPENAI_MODEL", "")
+        if not url or not model:
+            missing = " and ".join(x for x, v in (("--base-url", url), ("--model", model)) if not v)
+            raise UsageError(f"--llm openai needs {missing} (or $OPENAI_BASE_URL / $OPENAI_MODEL); the key, "
+                             "if the endpoint needs one, comes from $OPENAI_API_KEY")
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"--base-url must be an http(s) URL such as http://localhost:8080/v1, "
+                             f"got {url!r}")
+    if cfg.llm == "replay" and not a.record:
+        path = a.replay_file or run_root / "llm_replay.json"  # the file make_llm reads
+        if not path.is_file():
+            given = f"--replay-file {path} does not exist" if a.replay_file else \
+                f"--llm replay needs --replay-file FILE (recorded answers; {path} does not exist)"
+            raise UsageError(f"{given}; record one with --record")
+
+
+def read_config_file(path: Path, what: str = "--config") -> RunConfig:
     """A RunConfig from JSON; ValueError with what to fix when it cannot be one."""
     try:
         data = json.loads(path.read_text())
     except OSError as e:
-        raise ValueError(f"cannot read --config {path}: {e.strerror}") from None
+        raise ValueError(f"cannot read {what} {path}: {e.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"--config {path} is not JSON ({e})") from None
+        raise ValueError(f"{what} {path} is not JSON ({e})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"--config {path} must hold a JSON object of RunConfig fields, not a "
+        raise ValueError(f"{what} {path} must hold a JSON object of RunConfig fields, not a "
                          f"{type(data).__name__}")
     unknown = sorted(set(data) - {f.name for f in dataclasses.fields(RunConfig)})
     if unknown:
-        raise ValueError(f"--config {path}: unknown RunConfig fields {unknown}")
+        raise ValueError(f"{what} {path}: unknown RunConfig fields {unknown}")
     try:
         return RunConfig.from_json(json.dumps(data))
-    except (TypeError, AttributeError) as e:
-        raise ValueError(f"--config {path} is not a valid RunConfig ({e})") from None
+    except (TypeError, AttributeError, KeyError, ValueError) as e:
+        raise ValueError(f"{what} {path} is not a valid RunConfig ({e})") from None
+
+
+def check_out(out: Path, *, resume: bool) -> None:
+    """The run directory can be used: a directory (or creatable), writable; never a file."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a directory for the run")
+    if resume:
+        if not out.is_dir():
+            raise UsageError(f"--resume: {out} does not exist; start the run without --resume")
+        return
+    probe = out / ".write-test"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"cannot write the run directory {out}: {e.strerror or e}; "
+                         "choose another --out") from None
 
 
 def make_llm(cfg: RunConfig, run: RunDir, a: argparse.Namespace) -> tuple[Any, Any]:
@@ -108,25 +151,109 @@ def make_llm(cfg: RunConfig, run: RunDir, a: argparse.Namespace) -> tuple[Any, A
         model = cfg.llm_model or os.environ.get("OPENAI_MODEL", "")
         return OpenAIConfig(base_url=url, model=model, api_key=os.environ.get("OPENAI_API_KEY", "unused"))
 
-    local = LocalConfig(model=cfg.llm_model) if cfg.llm_model else LocalConfig()
+    def local() -> LocalConfig:  # built only for the local backend: a model name may be an endpoint's
+        return LocalConfig(model=cfg.llm_model) if cfg.llm_model else LocalConfig()
+
     if cfg.llm == "replay":
         path = a.replay_file or run.root / "llm_replay.json"
-        inner = openai() if a.record_backend == "openai" else local
+        inner = openai() if a.record_backend == "openai" else local()
         conf: Any = ReplayConfig(path=path, mode="record" if a.record else "replay",
                                  record_backend=a.record_backend, record_config=inner if a.record else None)
     else:
-        conf = local if cfg.llm == "local" else openai()
+        conf = local() if cfg.llm == "local" else openai()
     return build(cfg.llm, conf, cache=cache, call_log=log), log
 
 
 def _resume_config(a: argparse.Namespace, run: RunDir) -> RunConfig:
-    if not run.config.exists():
-        raise SystemExit(f"error: --resume needs {run.config}; start the run without --resume")
-    cfg = RunConfig.from_json(run.config.read_text())
+    """The run's own config (validated like --config), with --rounds applied; checks trace.sqlite and the
+    files the last checkpoint needs first, and writes config.json only when everything is readable."""
+    check_out(run.root, resume=True)
+    if not run.config.is_file():
+        raise UsageError(f"--resume needs {run.config}; start the run without --resume")
+    try:
+        cfg = read_config_file(run.config, "config.json")
+    except ValueError as e:
+        raise UsageError(f"cannot resume: {e}. The run directory was not changed") from None
+    _same_as_run(a, cfg)
+    check_backend(cfg, a, run.root)
+    missing = check_trace(run)
+    if missing:
+        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        raise UsageError(f"cannot resume {run.root}: its last checkpoint needs files that are gone "
+                         f"({shown}). Restore them, or fork an earlier round with python -m agents.replay "
+                         f"{run.root} --fork STEP --out NEW")
     if a.rounds is not None and a.rounds != cfg.rounds:
+        if a.rounds < 0:
+            raise UsageError("--rounds must be >= 0")
         cfg = dataclasses.replace(cfg, rounds=a.rounds)
         run.config.write_text(cfg.to_json())
     return cfg
+
+
+def _same_as_run(a: argparse.Namespace, cfg: RunConfig) -> None:
+    """On --resume only --rounds may change; a flag that repeats the run's own value is fine."""
+    flags = {"method": cfg.method, "llm": cfg.llm, "model": cfg.llm_model, "base_url": cfg.llm_base_url,
+             "budget": cfg.budget, "workers": cfg.workers, "seed": cfg.seed,
+             "families": ",".join(cfg.families), "config": None, "init_policy": None}
+    given = {k: str(getattr(a, k)).replace(" ", "") for k in flags if getattr(a, k) is not None}
+    changed = [f"--{k.replace('_', '-')}" for k, v in given.items() if flags[k] is None or v != str(flags[k])]
+    if a.preset != "default" and a.preset != cfg.preset.split("+")[0]:
+        changed.append("--preset")
+    if changed:
+        raise UsageError(f"--resume continues the run as configured: only --rounds may change, not "
+                         f"{', '.join(changed)}. For a what-if, fork it: python -m agents.replay "
+                         f"{a.out} --fork STEP --out NEW")
+
+
+def check_trace(run: RunDir) -> list[str]:
+    """trace.sqlite is a readable LangGraph checkpoint database (UsageError if not); returns the files its
+    last checkpoint refers to that are missing from the run directory. Reads a copy: nothing in the run
+    directory is touched (SQLite would create -wal/-shm files even for a read-only connection)."""
+    import tempfile
+
+    from agents.graph.build import open_checkpointer, thread_config
+
+    with tempfile.TemporaryDirectory(prefix="coda-trace-") as tmp:
+        _check_copy(run, Path(tmp))
+        with open_checkpointer(tmp) as saver:
+            last = saver.get_tuple(thread_config())
+    values = dict(last.checkpoint.get("channel_values", {})) if last else {}
+    paths = [values.get("policy", "")]
+    for slot in values.get("slots", []) or []:
+        paths += [slot.get("program", ""), *slot.get("accepted", []), *slot.get("demos", [])]
+    paths += list(values.get("rollouts", []) or [])
+    return [p for p in paths if p and not run.abs(p).exists()]
+
+
+def check_trace_db(run: RunDir) -> None:
+    """UsageError unless trace.sqlite is a readable LangGraph checkpoint database (checked on a copy)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="coda-trace-") as tmp:
+        _check_copy(run, Path(tmp))
+
+
+def _check_copy(run: RunDir, tmp: Path) -> None:
+    import shutil
+    import sqlite3
+
+    if not run.trace.is_file():
+        raise UsageError(f"no checkpoints at {run.trace}: not a run directory, or a run that never started")
+    for suffix in ("", "-wal"):
+        src = run.trace.with_name(run.trace.name + suffix)
+        if src.exists():
+            shutil.copyfile(src, tmp / f"trace.sqlite{suffix}")
+    try:
+        db = sqlite3.connect(tmp / "trace.sqlite")
+        try:
+            if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                raise sqlite3.DatabaseError("quick_check failed")
+            db.execute("SELECT count(*) FROM checkpoints").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        raise UsageError(f"{run.trace} is not a readable checkpoint database ({e}); the run directory was "
+                         "not changed") from None
 
 
 def execute(cfg: RunConfig, run: RunDir, a: argparse.Namespace, reporter: Any) -> dict[str, Any]:
@@ -159,22 +286,37 @@ def execute(cfg: RunConfig, run: RunDir, a: argparse.Namespace, reporter: Any) -
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
+    where: list[Path] = []
+
+    def hint() -> str:
+        if not where or not (where[0] / "trace.sqlite").exists():
+            return ""
+        return (f"Every finished node is checkpointed; continue with: python -m agents.run --out {where[0]} "
+                "--resume")
+
+    return run_cli(lambda: _main(a, where), log_dir=lambda: where[0] if where else None, hint=hint)
+
+
+def _main(a: argparse.Namespace, where: list[Path]) -> int:
     try:
         cfg = None if a.resume else make_config(a)
     except (KeyError, ValueError) as e:  # unknown preset/method/family ("did you mean"), bad values
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e).strip("'\"")) from None
+    if a.resume and a.out is None:
+        raise UsageError("--resume needs --out RUN_DIR (the run to continue)")
+
     out = a.out or Path("runs") / f"{a.preset}_{(cfg.method if cfg else a.method) or 'coda'}"
     run = RunDir(out)
     if a.resume:
         cfg = _resume_config(a, run)
     else:
         if run.trace.exists():
-            print(f"error: {out} already holds a run; pass --resume to continue it or choose another --out",
-                  file=sys.stderr)
-            return 2
-        run.root.mkdir(parents=True, exist_ok=True)
+            raise UsageError(f"{out} already holds a run; pass --resume to continue it or choose another "
+                             "--out")
+        check_backend(cfg, a, run.root)
+        check_out(out, resume=False)
         run.config.write_text(cfg.to_json())
+    where.append(run.root)
     assert cfg is not None
     from rich.console import Console
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from common.registry import Registry
 
@@ -28,11 +28,15 @@ class SandboxLimits:
     max_file_bytes: int = 16_000_000
     # Open file descriptors (RLIMIT_NOFILE).
     max_open_files: int = 64
+    # Bytes and files (inodes) the task's scratch directory can hold in all: a private tmpfs of this size.
+    max_scratch_bytes: int = 64_000_000
+    max_scratch_files: int = 256
 
     def __post_init__(self) -> None:
         if self.cpu_s <= 0 or self.wall_s <= 0:
             raise ValueError("cpu_s and wall_s must be positive")
-        if min(self.memory_mb, self.max_result_bytes, self.max_output_chars, self.max_source_bytes) <= 0:
+        if min(self.memory_mb, self.max_result_bytes, self.max_output_chars, self.max_source_bytes,
+               self.max_scratch_bytes, self.max_scratch_files) <= 0:
             raise ValueError("size limits must be positive")
         if self.max_open_files < 16:
             raise ValueError("max_open_files below 16 breaks the interpreter")
@@ -55,12 +59,23 @@ class PoolConfig:
     grace_s: float = 5.0
     # When running as root, task processes switch to this uid/gid (nobody); None keeps the caller's.
     drop_to_uid: int | None = 65534
+    # The kernel boundary (`sandbox.fsview`: a Landlock filesystem view and a size-limited private tmpfs
+    # scratch): "require" refuses to start without it; "if_available" applies what the kernel offers and
+    # reports the rest in `SandboxPool.isolation` (machines without Landlock — not safe against a hostile
+    # program); "off" skips it (only for measuring its cost, `python -m sandbox.bench`).
+    os_boundary: Literal["require", "if_available", "off"] = "require"
+    # False hands programs the real builtins and skips the static check and audit hook, so that tests can
+    # show what the OS boundary holds on its own when a program wins inside its interpreter. Never in a run.
+    python_layers: bool = True
 
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise ValueError("a pool needs at least one worker")
         if self.start_timeout_s <= 0 or self.grace_s <= 0:
             raise ValueError("timeouts must be positive")
+        if self.os_boundary not in ("require", "if_available", "off"):
+            raise ValueError(f"os_boundary must be 'require', 'if_available' or 'off', "
+                             f"got {self.os_boundary!r}")
 
 
 PRESETS: Registry[PoolConfig] = Registry("sandbox preset")

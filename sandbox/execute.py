@@ -7,11 +7,13 @@ own line numbers (the code is compiled with filename "<program>").
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import random
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -125,11 +127,12 @@ def _as_scenes(value: Any, scene_type: type) -> tuple[list[Any], str]:
     return items, ""
 
 
-def _ok_payload(scenes: list[Any], out: CappedText, limits: SandboxLimits) -> bytes | dict[str, Any]:
+def _ok_payload(scenes: list[Any], out: CappedText, limits: SandboxLimits,
+                serialize: Callable[[Any], bytes]) -> bytes | dict[str, Any]:
     parts, size = [], 0
     for scene in scenes:
         try:
-            text = scene.model_dump_json()
+            text = serialize(scene).decode("utf-8")
         except Exception as err:  # e.g. lone surrogates in a string field
             return _error("invalid_output", f"a returned scene cannot be serialised: {_describe(err)}")
         size += len(text) + 1
@@ -142,17 +145,21 @@ def _ok_payload(scenes: list[Any], out: CappedText, limits: SandboxLimits) -> by
 
 
 def run_program(env: Environment, source: str, factors: dict[str, Any], seed: int, limits: SandboxLimits,
-                policy: AuditPolicy, *, time_limits: bool = True) -> bytes:
+                policy: AuditPolicy, *, time_limits: bool = True, python_layers: bool = True) -> bytes:
     """Check, compile and run `source`, call `generate(rng, **factors)`, and serialise the outcome.
 
-    `time_limits=False` (the worker's own warm-up) skips the SIGXCPU/SIGALRM handlers."""
+    `time_limits=False` (the worker's own warm-up) skips the SIGXCPU/SIGALRM handlers. `python_layers=False`
+    (`PoolConfig.python_layers`, tests of the OS boundary only) runs the source unchecked with the real
+    builtins."""
     out = CappedText(limits.max_output_chars)
     lines = source.splitlines()
-    tree, found = find_violations(source, max_source_bytes=limits.max_source_bytes)
-    if found or tree is None:
-        return _payload(out, violations_to_error(source, found).model_dump())
+    if python_layers:
+        tree, found = find_violations(source, max_source_bytes=limits.max_source_bytes)
+        if found or tree is None:
+            return _payload(out, violations_to_error(source, found).model_dump())
     try:
-        code = compile(guard_tree(tree), PROGRAM_FILENAME, "exec", dont_inherit=True)
+        code = compile(guard_tree(tree), PROGRAM_FILENAME, "exec", dont_inherit=True) if python_layers \
+            else compile(source, PROGRAM_FILENAME, "exec", dont_inherit=True)
     except RecursionError:
         return _payload(out, _error("rejected_code", "the program is nested too deeply"))
     except (SyntaxError, ValueError) as err:
@@ -160,7 +167,9 @@ def run_program(env: Environment, source: str, factors: dict[str, Any], seed: in
         message = f"SyntaxError: {getattr(err, 'msg', err)}"
         where = f"line {line}\n    {_source_line(lines, line)}\n" if line else ""
         return _payload(out, _error("syntax", message, line, where + message))
-    namespace: dict[str, Any] = {"__builtins__": env.builtins_for(policy, out), "__name__": PROGRAM_FILENAME}
+    real = {**builtins.__dict__, "print": lambda *a, **k: print(*a, **{**k, "file": out})}
+    table = env.builtins_for(policy, out) if python_layers else real
+    namespace: dict[str, Any] = {"__builtins__": table, "__name__": PROGRAM_FILENAME}
     rng = np.random.default_rng(seed)
     random.seed(seed)
     reserve: bytearray | None = bytearray(1 << 21)  # freed on MemoryError so reporting has room
@@ -178,7 +187,8 @@ def run_program(env: Environment, source: str, factors: dict[str, Any], seed: in
             result = _error("invalid_output", f"`{ENTRY_POINT}` is not a function after the program ran")
         else:
             scenes, problem = _as_scenes(entry(rng, **factors), env.scene_type)
-            result = _error("invalid_output", problem) if problem else _ok_payload(scenes, out, limits)
+            result = _error("invalid_output", problem) if problem else _ok_payload(scenes, out, limits,
+                                                                                  env.serialize)
     except BaseException as exc:
         reserve = None
         result = _from_exception(exc, lines, policy, limits)

@@ -61,7 +61,10 @@ class Violation:
 
 
 def attr_allowed(name: str) -> bool:
-    """Whether the attribute `name` may be read (also used by the runtime guard)."""
+    """Whether the attribute `name` may be read (also used by the runtime guard). Only an exact `str`: a
+    subclass's own `startswith` or `__eq__` would be program code answering for itself."""
+    if type(name) is not str:
+        return False
     if name in SAFE_DUNDER_ATTRS:
         return True
     return not name.startswith("_") and name not in FORBIDDEN_ATTRS
@@ -125,6 +128,12 @@ class _Checker(ast.NodeVisitor):
     def visit_keyword(self, node: ast.keyword) -> None:
         if node.arg in FORBIDDEN_KEYWORDS:
             self._bad(node, f"the keyword argument {node.arg!r} is not allowed")
+        elif node.arg is None and isinstance(node.value, ast.Dict):  # f(**{"refcheck": False})
+            for key in node.value.keys:
+                if key is None or not (isinstance(key, ast.Constant) and type(key.value) is str):
+                    self._bad(node, "`**{...}` needs literal string keys; pass the keywords by name")
+                elif key.value in FORBIDDEN_KEYWORDS:
+                    self._bad(node, f"the keyword argument {key.value!r} is not allowed")
         self.generic_visit(node)
 
     def _function(self, node: ast.FunctionDef | ast.Lambda) -> None:
@@ -143,6 +152,8 @@ class _Checker(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if _is_dunder(node.name) or node.name.startswith("_sbx"):
             self._bad(node, f"the class name {node.name!r} is not allowed")
+        if any(k.arg is None for k in node.keywords) or any(isinstance(b, ast.Starred) for b in node.bases):
+            self._bad(node, "`*` and `**` are not allowed in a class definition's bases and keywords")
         self.generic_visit(node)
 
     def _refuse(self, node: ast.AST) -> None:

@@ -70,12 +70,14 @@ def _worker_env(scratch_root: str) -> dict[str, str]:
 class _Worker:
     """One warm worker process and the two pipes to it."""
 
-    def __init__(self, scratch_root: str, drop_uid: int | None, start_timeout_s: float) -> None:
+    def __init__(self, scratch_root: str, drop_uid: int | None, start_timeout_s: float,
+                 os_boundary: bool = True) -> None:
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()
         uid = "none" if drop_uid is None else str(drop_uid)
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _BOOTSTRAP, str(to_r), str(from_w), scratch_root, uid],
+            [sys.executable, "-I", "-c", _BOOTSTRAP, str(to_r), str(from_w), scratch_root, uid,
+             "boundary" if os_boundary else "no-boundary"],
             pass_fds=(to_r, from_w), env=_worker_env(scratch_root), cwd=scratch_root,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
@@ -165,7 +167,23 @@ class SandboxPool:
                 self.close()
                 raise SandboxUnavailable(f"sandbox worker failed to start: {err}") from err
             self._idle.put(w)
+        self._check_boundary()
         return self
+
+    def _check_boundary(self) -> None:
+        """With os_boundary="require", refuse to run without the Landlock view and the tmpfs scratch."""
+        info = self.isolation
+        missing = [name for name, ok in (("a Landlock filesystem view (Linux >= 5.13 with Landlock enabled)",
+                                          info.get("landlock")),
+                                         ("a private size-limited tmpfs scratch (mount namespaces: root or "
+                                          "unprivileged user namespaces)", info.get("scratch_quota")))
+                   if not ok]
+        if missing and self.config.os_boundary == "require":
+            self.close()
+            raise SandboxUnavailable(
+                "the sandbox's kernel boundary is not available here: no " + " and no ".join(missing)
+                + ". Generated programs would run behind the Python layers alone, which a hostile program "
+                "can defeat. To accept that on this machine, use PoolConfig(os_boundary=\"if_available\").")
 
     def close(self) -> None:
         """Stop every worker and remove the scratch root."""
@@ -175,7 +193,8 @@ class SandboxPool:
 
     @property
     def isolation(self) -> dict[str, Any]:
-        """What the workers managed to set up: netns, userns, seccomp, drop_privileges (+ a note)."""
+        """What the workers managed to set up: netns, userns, seccomp, drop_privileges, landlock (its ABI, 0
+        when absent), scratch_quota, the trees a task may read (+ a note)."""
         with self._lock:
             infos = [w.info for w in self._workers if w.info]
         return dict(infos[0]["isolation"]) if infos else {}
@@ -186,7 +205,8 @@ class SandboxPool:
             return [w.pid for w in self._workers]
 
     def _spawn(self) -> _Worker:
-        return _Worker(self._scratch_root, self.config.drop_to_uid, self.config.start_timeout_s)
+        return _Worker(self._scratch_root, self.config.drop_to_uid, self.config.start_timeout_s,
+                       self.config.os_boundary != "off")
 
     def _replace(self, worker: _Worker) -> _Worker:
         worker.kill()
@@ -200,7 +220,8 @@ class SandboxPool:
         """Run one program: static check here, then `generate(rng, **factors)` in a worker."""
         started = time.monotonic()
         limits = limits or self.config.limits
-        error = check_source(source, max_source_bytes=limits.max_source_bytes)
+        error = check_source(source, max_source_bytes=limits.max_source_bytes) if self.config.python_layers \
+            else None
         if error is not None:
             return SandboxResult(error=error, duration_s=time.monotonic() - started)
         try:
@@ -210,7 +231,8 @@ class SandboxPool:
         if len(encoded) > _FACTORS_CAP:
             raise ValueError(f"factors are larger than {_FACTORS_CAP} bytes of JSON")
         clean = json.loads(encoded)
-        request = {"source": source, "factors": clean, "seed": int(seed), "limits": limits.to_dict()}
+        request = {"source": source, "factors": clean, "seed": int(seed), "limits": limits.to_dict(),
+                   "python_layers": self.config.python_layers}
         if self._closed:
             raise RuntimeError("the sandbox pool is not running; use `with SandboxPool(...)` or start()")
         worker = self._idle.get()
@@ -223,9 +245,23 @@ class SandboxPool:
         return result.model_copy(update={"duration_s": time.monotonic() - started, "scenes": scenes})
 
     def run_many(self, tasks: Iterable[SandboxTask]) -> list[SandboxResult]:
-        """Run tasks concurrently on all workers; results come back in task order."""
+        """Run tasks concurrently on all workers; results come back in task order. One task's failure —
+        anything its program or answer does — is that task's result, never the batch's: only misuse (bad
+        factors, a closed pool) and a sandbox that cannot start raise."""
+        def one(t: SandboxTask) -> SandboxResult:
+            try:
+                return self.run(t.source, t.factors, t.seed, t.limits)
+            except RecursionError as err:
+                return SandboxResult.failure("invalid_output", f"this task's result is nested too deeply: "
+                                             f"{err}")
+            except (ValueError, RuntimeError):  # misuse, a closed pool, SandboxUnavailable
+                raise
+            except Exception as err:  # reported as this task's result, with its cause
+                return SandboxResult.failure("crashed", f"the sandbox could not read this task's result: "
+                                             f"{type(err).__name__}: {str(err)[:300]}")
+
         with ThreadPoolExecutor(max_workers=self.config.workers) as ex:
-            return list(ex.map(lambda t: self.run(t.source, t.factors, t.seed, t.limits), tasks))
+            return list(ex.map(one, tasks))
 
     def _deliver(self, worker: _Worker, request: dict[str, Any]) -> _Worker:
         """Send `request` to a ready worker. A worker found dead (it never saw the task) is replaced once."""
@@ -270,22 +306,39 @@ def _scrub(obj: Any) -> Any:
     return obj
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _non_finite(name: str) -> float:
+    raise _NonFinite(f"non-finite number {name} in the result (NaN and Infinity are refused)")
+
+
 def _to_result(header: dict[str, Any], payload: bytes | None, limits: SandboxLimits) -> SandboxResult:
     """Turn a worker header + task payload into a validated `SandboxResult`."""
     try:
         if header.get("error"):
             err = header["error"]
             return SandboxResult.failure(err["kind"], str(err["message"])[:2000])
-        data = json.loads(payload or b"")
+        data = json.loads(payload or b"", parse_constant=_non_finite)
+        if not isinstance(data, dict):
+            raise ValueError("the answer is not a JSON object")
         if payload and _SURROGATE.search(payload):  # text that cannot be written back out as UTF-8
             data = _scrub(data)
         stdout = str(data.get("stdout", ""))[: limits.max_output_chars + 200]
-    except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as err:
-        return SandboxResult.failure("crashed", f"malformed answer from the sandbox worker: {err}")
+    except (ValueError, KeyError, TypeError, AttributeError, ValidationError, RecursionError) as err:
+        if isinstance(err, RecursionError):
+            return SandboxResult.failure("invalid_output", "the result is nested too deeply to read")
+        return SandboxResult.failure("invalid_output" if isinstance(err, _NonFinite) else "crashed",
+                                     f"malformed answer from the sandbox worker: "
+                                     f"{str(err)[:300] or type(err).__name__}")
     if data.get("ok") is True:
         try:
-            scenes = [SceneSpec.model_validate(s) for s in data.get("scenes", [])]
-        except (ValidationError, TypeError) as err:
+            raw = data.get("scenes", [])
+            if not isinstance(raw, list):
+                raise TypeError("scenes must be a list")
+            scenes = [SceneSpec.model_validate(s) for s in raw]
+        except (ValidationError, TypeError, RecursionError) as err:
             return SandboxResult.failure("invalid_output", f"generate() returned an invalid scene: {err}",
                                          stdout=stdout)
         if not scenes:

@@ -33,6 +33,8 @@ class ImportRejected(ImportError):
 # "compile" only builds code (np.load parses .npy headers with ast.literal_eval); running code is the
 # "exec" event, allowed for the program's own module code only.
 _HARMLESS_EVENTS = frozenset({"builtins.id", "time.sleep", "array.__new__", "compile"})
+# What the hook's own work raises (the frame walk of `_program_line`); allowed while the hook runs.
+_HOOK_OWN_EVENTS = frozenset({"sys._getframe"})
 # Callables a program must never hold, even when some public attribute happens to reference them.
 _DANGEROUS_MODULES = ("os", "posix", "sys", "io", "_io", "marshal", "gc", "signal", "subprocess",
                       "importlib", "ctypes", "_ctypes", "socket", "_socket", "pickle", "_pickle", "shutil")
@@ -87,8 +89,11 @@ def _program_line() -> int | None:
 class AuditPolicy:
     """The audit hook for one task process: scratch-only files, no imports, no escapes."""
 
-    def __init__(self, scratch: str) -> None:
+    def __init__(self, scratch: str, report_fd: int | None = None) -> None:
         self.scratch = os.path.realpath(scratch)
+        # every denial is also written here at once (a pipe the worker reads after the task ends): a program
+        # that later wins inside the process can add to that record, never take a denial back
+        self.report_fd = report_fd
         self.armed = False
         self.denials: list[tuple[str, int | None]] = []
         self._program_code: Any = None
@@ -111,17 +116,27 @@ class AuditPolicy:
         """Record a denial (with the program line) and return the exception to raise."""
         was_busy, self._busy = self._busy, True
         try:
-            self.denials.append((message, _program_line()))
+            self._record(message, _program_line())
         finally:
             self._busy = was_busy
         return SandboxViolation(message)
 
+    def _record(self, message: str, line: int | None) -> None:
+        self.denials.append((message, line))
+        if self.report_fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.report_fd, (f"{line or 0}\t{message[:500]}\n").encode("utf-8", "replace"))
+
     def _inside_scratch(self, path: Any) -> bool:
-        if isinstance(path, int) or path is None:
-            return False
-        try:
-            text = os.fsdecode(path)
-        except (TypeError, ValueError):
+        # exact str or bytes only: a subclass's `decode`, `startswith` or `__fspath__` is program code
+        if type(path) is str:
+            text = path
+        elif type(path) is bytes:
+            try:
+                text = bytes.decode(path, "utf-8", "surrogateescape")
+            except UnicodeError:
+                return False
+        else:
             return False
         norm = os.path.normpath(os.path.join(self.scratch, text))
         real = os.path.realpath(norm)
@@ -137,8 +152,17 @@ class AuditPolicy:
         return event == "object.__getattr__" and self._trusted
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.armed or self._busy:
+        if not self.armed:
             return
+        if self._busy:
+            # An event raised while the hook itself runs. The hook's own work raises only the frame reads
+            # of `_program_line`; anything else is program code that got to run inside the check (a
+            # garbage-collected generator's `finally`, a `__del__`): denied, never waved through.
+            if event in _HOOK_OWN_EVENTS:
+                return
+            self._record(f"the sandbox denied {event!r} (raised while the sandbox checked another operation)",
+                         None)
+            raise SandboxViolation(f"the sandbox denied {event!r}")
         self._busy = True
         try:
             allowed = self._allowed(event, args)
@@ -176,6 +200,9 @@ class Environment:
             "sim.scene": scene_mod, "__future__": future_mod,
         }
         self.scene_type = scene.SceneSpec
+        # captured before any program runs: a program that patches `SceneSpec.model_dump_json` (through an
+        # alias the static check cannot see) changes nothing about how its scenes are written out
+        self.serialize: Callable[[Any], bytes] = scene.SceneSpec.__pydantic_serializer__.to_json
         self.allowed_ids = frozenset(id(m) for m in self.modules.values())
         dangerous = {id(getattr(builtins, n)) for n in _DANGEROUS_BUILTINS if hasattr(builtins, n)}
         for name in _DANGEROUS_MODULES:
@@ -184,6 +211,10 @@ class Environment:
                 if callable(value):
                     dangerous.add(id(value))
         self.dangerous_ids = frozenset(dangerous)
+        # array types whose constructors take a raw buffer: an object dtype over a bytearray is arbitrary
+        # memory access. Programs get a checked stand-in (isinstance and `type(a) is np.ndarray` still work).
+        self.checked_types: dict[type, type] = {numpy.ndarray: _no_buffer(numpy.ndarray, "buffer", 2),
+                                                numpy.recarray: _no_buffer(numpy.recarray, "buf", 3)}
 
     def builtins_for(self, policy: AuditPolicy, out: CappedText) -> dict[str, Any]:
         """The builtins dict a program sees: safe names plus guarded getattr/hasattr/type/print/import."""
@@ -202,10 +233,16 @@ class Environment:
         def hasattr_(obj: Any, name: str) -> bool:
             return getattr_(obj, name, missing) is not missing
 
+        checked = self.checked_types
+
         def type_(*args: Any) -> type:
             if len(args) != 1:
                 raise TypeError("only the one-argument form type(obj) is available in generation programs")
-            return type(args[0])
+            t = type(args[0])
+            if issubclass(t, type):  # a metatype (`type(type(0))` is `type`) defines classes at will
+                raise TypeError("type() of a class is not available in generation programs; compare "
+                                "classes directly")
+            return checked.get(t, t)
 
         def print_(*args: Any, sep: str | None = " ", end: str | None = "\n", **_: Any) -> None:
             sep = " " if sep is None else str(sep)
@@ -220,20 +257,28 @@ class Environment:
     def make_guard(self, policy: AuditPolicy) -> Callable[[Any, str], Any]:
         allowed_ids, dangerous_ids = self.allowed_ids, self.dangerous_ids
 
+        checked = self.checked_types
+        ndarray = self.modules["numpy"].ndarray
+
         def guard(obj: Any, name: str) -> Any:
-            if not isinstance(name, str) or not attr_allowed(name):
-                raise policy.deny(f"access to attribute {name!r} is not allowed")
+            if type(name) is not str or not attr_allowed(name):
+                raise policy.deny(f"access to attribute {_shown(name)} is not allowed")
+            if name == "resize" and isinstance(obj, ndarray):  # resize(refcheck=False) frees live memory
+                raise policy.deny("ndarray.resize is not allowed; use numpy.resize(a, shape)")
             value = getattr(obj, name)
             if isinstance(value, types.ModuleType) and id(value) not in allowed_ids:
                 raise policy.deny(f"access to module {value.__name__!r} is not allowed")
             if id(value) in dangerous_ids:
                 raise policy.deny(f"access to {name!r} is not allowed")
+            if type(value) is type and value in checked:
+                return checked[value]
             return value
 
         return guard
 
     def make_importer(self) -> Callable[..., Any]:
         modules, allowed_ids, real_import = self.modules, self.allowed_ids, builtins.__import__
+        checked = self.checked_types
 
         def import_(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
                     level: int = 0) -> types.ModuleType:
@@ -243,19 +288,48 @@ class Environment:
                 # modules go back to the C caller, not the program; a module not yet loaded still
                 # triggers the audited "import" event, which is denied while the program runs.
                 return real_import(name, globals, locals, fromlist, level)
-            if level != 0 or name not in modules:
-                raise ImportRejected(f"import of {name!r} is not allowed")
+            if type(name) is not str or level != 0 or name not in modules:
+                raise ImportRejected(f"import of {_shown(name)} is not allowed")
             mod = modules[name]
             names = ALLOWED_MODULES[name]
-            for item in fromlist or ():
-                if (names is not None and item not in names) or not attr_allowed(item):
-                    raise ImportRejected(f"cannot import {item!r} from {name!r}")
+            items = tuple(fromlist or ())
+            for item in items:
+                if type(item) is not str or (names is not None and item not in names) or not attr_allowed(
+                        item):
+                    raise ImportRejected(f"cannot import {_shown(item)} from {name!r}")
                 value = getattr(mod, item, None)
                 if isinstance(value, types.ModuleType) and id(value) not in allowed_ids:
                     raise ImportRejected(f"cannot import the module {item!r} from {name!r}")
-            return mod if fromlist else modules[name.split(".")[0]]
+                if type(value) is type and value in checked:
+                    raise ImportRejected(f"`from {name} import {item}` is not available; use "
+                                         f"`import {name}` and `{name}.{item}`")
+            return mod if items else modules[name.split(".")[0]]
 
         return import_
+
+
+def _shown(name: Any) -> str:
+    """A name for a message without running program code (no subclass `__str__`/`__repr__`)."""
+    return str.__repr__(name) if isinstance(name, str) else f"<{type(name).__name__}>"
+
+
+def _no_buffer(real: type, keyword: str, position: int) -> type:
+    """A stand-in class for `real` that constructs real instances, but never over a caller's buffer."""
+
+    class _Checked(type):
+        def __instancecheck__(cls, obj: Any) -> bool:
+            return isinstance(obj, real)
+
+        def __subclasscheck__(cls, sub: Any) -> bool:
+            return sub is cls or (isinstance(sub, type) and issubclass(sub, real))
+
+        def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get(keyword) is not None or len(args) > position:
+                raise TypeError(f"numpy.{real.__name__}(..., {keyword}=...) is not available in generation "
+                                "programs; use numpy.array, numpy.zeros or numpy.empty")
+            return real(*args, **kwargs)
+
+    return _Checked(real.__name__, (), {"__module__": "numpy", "__doc__": real.__doc__})
 
 
 def _proxy(name: str, attrs: dict[str, Any]) -> types.ModuleType:

@@ -7,6 +7,7 @@ robot, y to the robot's left, z up. The robot base sits at `ROBOT_BASE` on the t
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -33,7 +34,14 @@ PREDICATE_NAMES = (
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # every number finite: NaN or infinite poses, sizes and masses are refused wherever a scene comes from
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# Bounds on what one scene may say (scenes also come from untrusted generation programs): lengths and
+# characters of every text, physically sensible magnitudes, and counts.
+_NAME = r"^[a-z][a-z0-9_]{0,63}$"
+_TEXT = r"^[^\x00-\x1f\x7f]*$"  # no control characters (NUL, newlines, escapes)
 
 
 class ObjectSpec(_Model):
@@ -43,14 +51,15 @@ class ObjectSpec(_Model):
     sphere → (radius, unused, unused); mesh → the uniform scale of a LIBERO asset in size[0].
     """
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    name: str = Field(pattern=_NAME)
     kind: ObjectKind
-    category: str  # what a person would call it ("cube", "bowl", ...); used in instructions
-    asset: str | None = None  # LIBERO asset name for kind == "mesh"
+    # what a person would call it ("cube", "bowl", ...); used in instructions
+    category: str = Field(min_length=1, max_length=64, pattern=_TEXT)
+    asset: str | None = Field(None, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")  # LIBERO asset (mesh)
     size: tuple[float, float, float]
     rgba: tuple[float, float, float, float] = (0.8, 0.2, 0.2, 1.0)
-    mass: float = Field(0.1, gt=0)
-    friction: float = Field(1.0, gt=0)
+    mass: float = Field(0.1, gt=0, le=1000.0)
+    friction: float = Field(1.0, gt=0, le=100.0)
     pos: tuple[float, float] | None = None  # (x, y) on the table; None → sampled from `region`
     z: float | None = None  # height of the object's origin; None → resting on the table
     yaw: float = 0.0
@@ -66,8 +75,10 @@ class ObjectSpec(_Model):
             x0, x1, y0, y1 = self.region
             if x0 > x1 or y0 > y1:
                 raise ValueError(f"object {self.name!r}: region {self.region} has min > max")
-        if min(self.size) < 0 or self.size[0] <= 0:
-            raise ValueError(f"object {self.name!r}: size {self.size} must be positive")
+        if min(self.size) < 0 or self.size[0] <= 0 or max(self.size) > 5.0:
+            raise ValueError(f"object {self.name!r}: size {self.size} must be positive and at most 5")
+        _bounded(f"object {self.name!r}", pos=self.pos, z=self.z, yaw=self.yaw, region=self.region,
+                 rgba=self.rgba)
         return self
 
 
@@ -78,13 +89,13 @@ class FixtureSpec(_Model):
     fractions of their range, e.g. {"drawer0": 0.6} for a drawer 60 % open.
     """
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    name: str = Field(pattern=_NAME)
     kind: FixtureKind
     pos: tuple[float, float]
     yaw: float = 0.0
     rgba: tuple[float, float, float, float] = (0.55, 0.4, 0.3, 1.0)
-    params: dict[str, float] = Field(default_factory=dict)
-    init: dict[str, float] = Field(default_factory=dict)
+    params: dict[str, float] = Field(default_factory=dict, max_length=32)
+    init: dict[str, float] = Field(default_factory=dict, max_length=32)
 
     @field_validator("init")
     @classmethod
@@ -94,18 +105,47 @@ class FixtureSpec(_Model):
                 raise ValueError(f"init[{k!r}] = {x} must be a fraction in [0, 1]")
         return v
 
+    @model_validator(mode="after")
+    def _check(self) -> FixtureSpec:
+        _bounded(f"fixture {self.name!r}", pos=self.pos, yaw=self.yaw, rgba=self.rgba)
+        for k, x in self.params.items():
+            if len(k) > 64 or not abs(x) <= 10.0:
+                raise ValueError(f"fixture {self.name!r}: params[{k[:64]!r}] = {x} (names ≤ 64 characters, "
+                                 "values in [-10, 10])")
+        return self
+
+
+def _bounded(what: str, *, pos: Any = None, z: Any = None, yaw: Any = None, region: Any = None,
+             rgba: Any = None) -> None:
+    """Positions within 5 m of the table centre, yaw within ±100 rad, colours in [0, 1]."""
+    coords = [*(pos or ()), *(region or ()), *(() if z is None else (z,))]
+    if any(not -5.0 <= c <= 5.0 for c in coords):
+        raise ValueError(f"{what}: positions must lie within 5 m of the table centre, got {coords}")
+    if yaw is not None and not -100.0 <= yaw <= 100.0:
+        raise ValueError(f"{what}: yaw {yaw} is outside [-100, 100] rad")
+    if rgba is not None and any(not 0.0 <= c <= 1.0 for c in rgba):
+        raise ValueError(f"{what}: rgba {rgba} must lie in [0, 1]")
+
 
 class Predicate(_Model):
     """A goal predicate call, e.g. on(cube, plate) → Predicate(fn="on", args=("cube", "plate"))."""
 
     fn: str
-    args: tuple[str | float, ...]
+    args: tuple[str | float, ...] = Field(max_length=8)
 
     @field_validator("fn")
     @classmethod
     def _known(cls, v: str) -> str:
         if v not in PREDICATE_NAMES:
-            raise ValueError(f"unknown predicate {v!r}; known: {', '.join(PREDICATE_NAMES)}")
+            raise ValueError(f"unknown predicate {v[:64]!r}; known: {', '.join(PREDICATE_NAMES)}")
+        return v
+
+    @field_validator("args")
+    @classmethod
+    def _short(cls, v: tuple[str | float, ...]) -> tuple[str | float, ...]:
+        for a in v:
+            if isinstance(a, str) and len(a) > 64:
+                raise ValueError(f"predicate argument {a[:64]!r}... is longer than 64 characters")
         return v
 
     def __str__(self) -> str:
@@ -115,14 +155,14 @@ class Predicate(_Model):
 class SceneSpec(_Model):
     """One scene: family, instruction, objects, fixtures, goal, the factor values that produced it, seed."""
 
-    family: str
-    instruction: str
-    objects: tuple[ObjectSpec, ...]
-    fixtures: tuple[FixtureSpec, ...] = ()
-    goal: tuple[Predicate, ...]
+    family: str = Field(pattern=_NAME)
+    instruction: str = Field(min_length=1, max_length=500, pattern=_TEXT)
+    objects: tuple[ObjectSpec, ...] = Field(max_length=64)
+    fixtures: tuple[FixtureSpec, ...] = Field((), max_length=16)
+    goal: tuple[Predicate, ...] = Field(max_length=32)
     factors: dict[FactorGroup, dict[str, Any]] = Field(default_factory=dict)
-    seed: int = 0
-    max_steps: int = Field(300, gt=0)  # control steps (20 Hz) the episode may take
+    seed: int = Field(0, ge=-(2**63), lt=2**63)
+    max_steps: int = Field(300, gt=0, le=100_000)  # control steps (20 Hz) the episode may take
 
     @model_validator(mode="after")
     def _names(self) -> SceneSpec:
@@ -132,6 +172,9 @@ class SceneSpec(_Model):
             raise ValueError(f"duplicate names in scene: {sorted(dup)}")
         if not self.goal:
             raise ValueError("a scene needs at least one goal predicate")
+        for group, values in self.factors.items():
+            if len(values) > 64 or len(json.dumps(values, allow_nan=False, default=str)) > 10_000:
+                raise ValueError(f"factors[{group!r}] is too large (at most 64 factors, 10 kB of JSON)")
         return self
 
     def object(self, name: str) -> ObjectSpec:

@@ -119,8 +119,8 @@ HOSTILE = [
         "    np.load('evil.pkl', allow_pickle=True)"), "forbidden"),
     Hostile("patch_scene_class", body("    SceneSpec.model_dump_json = lambda self: '{{}}'"),
             "rejected_code"),
-    Hostile("patch_via_alias", body("    S = SceneSpec\n    S.model_dump_json = lambda self: '{{}}'"),
-            "invalid_output"),  # the patch only lives in the task process; the parent re-validates
+    # the patch has no effect: scenes are written by the serializer captured before the program ran
+    Hostile("patch_via_alias", body("    S = SceneSpec\n    S.model_dump_json = lambda self: '{{}}'"), None),
     Hostile("swallowed_denial", NP + body(
         "    try:\n        np.load('/etc/passwd')\n    except BaseException:\n        pass"), "forbidden"),
     Hostile("three_arg_type", body("    X = type('X', (), {{'__array_interface__': {{}}}})"), "runtime"),
@@ -142,8 +142,10 @@ HOSTILE = [
     Hostile("nested_repr_bomb", body(
         "    a = []\n    for _ in range(10 ** 6):\n        a = [a]\n    print(repr(a))"), "runtime"),
     Hostile("huge_result", body("    return [_scene()] * 100_000"), "output_too_large"),
-    Hostile("huge_instruction", body("    return _scene('x' * 5_000_000)"), "output_too_large"),
-    Hostile("unserialisable_scene", body("    return _scene('\\ud800')"), "invalid_output"),
+    # refused where the scene is built: an instruction is at most 500 characters (SceneSpec's bounds)
+    Hostile("huge_instruction", body("    return _scene('x' * 5_000_000)"), "runtime"),
+    # a lone surrogate is refused where the scene is built (SceneSpec's text pattern needs valid Unicode)
+    Hostile("unserialisable_scene", body("    return _scene('\\ud800')"), "runtime"),
     Hostile("invalid_output", body("    return {{'family': 'x'}}"), "invalid_output"),
     Hostile("invalid_output_construct", body("    return SceneSpec.model_construct(family=1)"),
             "invalid_output"),

@@ -85,6 +85,10 @@ def generate_scenes(deps: Deps, program: Any, count: int, *, round_no: int, tag:
             errors.append(str(res.error))
             continue
         scene = res.scenes[0]
+        if scene.family != program.family:  # a program says which family it builds; its scenes must agree
+            errors.append(f"invalid_output: generate() returned a scene of family {scene.family!r}, but the "
+                          f"program is for {program.family!r}")
+            continue
         if not any(scene.factors.values()):  # a written program may not record its factors; the caller knows
             scene = scene.model_copy(update={"factors": program.grouped(f)})
         path = out_dir / f"{program.family}_{tag}_{scene.scene_id}.json"

@@ -1,0 +1,61 @@
+"""How every command-line entry point answers bad input: one or a few lines that say what to do, exit
+code 2 for usage (nothing was written), 1 for a run that failed; never a traceback dump.
+
+    def main(argv=None) -> int:
+        return run_cli(lambda: _main(argv), log_dir=lambda: Path("runs/x"))
+
+`UsageError` is raised by a command's own checks (all of them done before it writes anything). Any other
+exception is a failure of the run: its message is printed on one line and the full traceback goes to a
+log file whose path is printed with it.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+
+class UsageError(Exception):
+    """Bad input to a command: printed as `error: <message>`, exit code 2."""
+
+
+def _log(exc: BaseException, log_dir: Path | None) -> Path:
+    text = "".join(traceback.format_exception(exc))
+    if log_dir is not None and log_dir.is_dir():
+        try:
+            path = log_dir / "error.log"
+            with path.open("a") as f:
+                f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n{text}")
+            return path
+        except OSError:
+            pass
+    fd, name = tempfile.mkstemp(prefix="coda-error-", suffix=".log")
+    with open(fd, "w") as f:
+        f.write(text)
+    return Path(name)
+
+
+def run_cli(body: Callable[[], int], *, log_dir: Callable[[], Path | None] | None = None,
+            hint: Callable[[], str] | None = None) -> int:
+    """Run a command's body: `UsageError` → exit 2 with its message; any other exception → exit 1 with
+    one line, the traceback in a log file, and `hint()` (e.g. how to resume) when given."""
+    try:
+        return body()
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        raise
+    except SystemExit:
+        raise
+    except Exception as e:  # a failed run: one line, the traceback on disk
+        where = _log(e, log_dir() if log_dir else None)
+        first = (str(e).strip().splitlines() or [""])[0][:500]
+        print(f"error: {type(e).__name__}: {first}\n(full traceback in {where})", file=sys.stderr)
+        if hint is not None and (text := hint()):
+            print(text, file=sys.stderr)
+        return 1

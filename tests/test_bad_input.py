@@ -1,0 +1,59 @@
+"""Issue #11: bad input to every command-line tool answers in a few lines that say what to do (exit 2 for
+usage), never with a traceback, and never changes a run directory it cannot use (`tests/cli_cases.py`)."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.cli_cases import CASES, Case, make_run, prepare, tree_digest
+
+
+@pytest.fixture(scope="module")
+def template_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real run directory after its bootstrap; each case damages its own copy."""
+    return make_run(tmp_path_factory.mktemp("template") / "run")
+
+
+def test_every_issue_case_is_listed() -> None:
+    assert len(CASES) >= 35 and len({c.id for c in CASES}) == len(CASES)
+    assert {c.module for c in CASES} == {"agents.run", "agents.replay", "sandbox.run", "experiments.table1"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_gets_a_short_clear_answer(case: Case, tmp_path: Path, template_run: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    def copy(dst: Path) -> Path:
+        shutil.copytree(template_run, dst)
+        return dst
+
+    prep = prepare(case, tmp_path, make=copy)
+    before = tree_digest(prep.run) if prep.run else ""
+    main = importlib.import_module(case.module).main
+    try:
+        code = main(prep.argv)
+    except SystemExit as e:  # argparse's own usage errors
+        code = e.code
+    out = capsys.readouterr()
+    text = (out.err + out.out).strip()
+    assert code == case.code, text
+    assert case.says in text, text
+    assert "Traceback" not in text and len(text.splitlines()) <= 4, text
+    if case.unchanged:
+        assert prep.run is not None and tree_digest(prep.run) == before, "the run directory was changed"
+
+
+def test_an_unexpected_failure_is_one_line_with_the_traceback_on_disk(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from common.cli import run_cli
+
+    def boom() -> int:
+        raise FileNotFoundError(2, "No such file or directory", "policy/round_01.pt")
+
+    assert run_cli(boom, log_dir=lambda: tmp_path, hint=lambda: "continue with: --resume") == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[0].startswith("error: FileNotFoundError:") and "Traceback" not in err
+    assert "continue with" in err and "Traceback" in (tmp_path / "error.log").read_text()
