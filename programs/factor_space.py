@@ -146,16 +146,24 @@ def check_value(program: GenerationProgram, name: str, value: Any, allow_ood: bo
 # ---- edits ---------------------------------------------------------------------------------------------
 def band_edit(ref: FactorDef, value: float, side: int, *, band: float, allow_ood: bool,
               widest: float = 0.5) -> EditValue:
-    """"At least as extreme as `value`": the range from `value` out to the allowed bound on `side` (+1
-    high, −1 low), at least `band` and at most `widest` of the ID range wide; an int factor is pinned."""
+    """"At least as extreme as `value`": from `value` outwards on `side` (+1 high, −1 low), at least `band`
+    and at most `widest` of the ID range wide, within the allowed bounds; an int factor is pinned. Up to an
+    ID bound the band runs out to that bound; past it (OOD allowed on that side) it starts at the value
+    and stops `widest` further out, so the value that failed stays in the band."""
     lo, hi = bounds(ref, allow_ood)
     if ref.type == "int":
         return int(min(max(round(value), lo), hi))
     rlo, rhi = ref.range  # type: ignore[misc]
     w = rhi - rlo
     if side > 0:
-        return (_round(min(max(value, hi - widest * w), hi - band * w)), _round(hi))
-    return (_round(lo), _round(max(min(value, lo + widest * w), lo + band * w)))
+        if hi <= rhi:  # the ID bound: out to it
+            return (_round(min(max(value, hi - widest * w), hi - band * w)), _round(hi))
+        start = min(max(value, lo), hi - band * w)
+        return (_round(start), _round(min(hi, start + widest * w)))
+    if lo >= rlo:
+        return (_round(lo), _round(max(min(value, lo + widest * w), lo + band * w)))
+    end = max(min(value, hi), lo + band * w)
+    return (_round(max(lo, end - widest * w)), _round(end))
 
 
 def _round(x: float) -> float:

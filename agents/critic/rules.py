@@ -11,7 +11,9 @@ Each factor gets a score
 - *atypicality*: where the scene's value sits in the family's in-distribution range (`FactorReading.
   position`), counted on the side that makes the task harder (low friction, high mass, a tight hole;
   both sides for positions, yaws and sizes).
-- *evidence*: the episode's own numbers. A hand that stalled far out multiplies the position factors of
+- *evidence*: the episode's own numbers, and the round's other episodes of the family (`Contrast`: a
+  factor whose values like this one fail clearly more often than the rest).
+  A hand that stalled far out multiplies the position factors of
   what it was reaching for by how much each pushed that point outward; a gripper turned away from the
   object's faces multiplies its yaw; an object that slid out of the fingers multiplies mass and friction;
   a hand that went to the wrong thing multiplies appearance and language factors; and so on.
@@ -198,8 +200,24 @@ def _ev_perception(sm: FailureSummary, c: Cands) -> None:
             x.boost(3.0, why)
 
 
+CONTRAST_WEIGHT = 5.0  # evidence multiplier per unit of failure-rate gap among the round's peers
+CONTRAST_P = 0.2  # a gap counts only when the peers support it at least this well (one-sided Fisher)
+
+
+def _ev_contrast(sm: FailureSummary, c: Cands) -> None:
+    """The round's other episodes of the family: a factor whose values like this scene's fail clearly more
+    often than the rest is multiplied by 1 + CONTRAST_WEIGHT × the gap. This is the only evidence that
+    compares episodes (the rest reads this one), and the one that names a factor the phase table ranks low
+    (a yaw that makes the approach fail)."""
+    for name, k in sm.contrast.items():
+        if name in c and k.gap > 0 and k.p_value < CONTRAST_P:
+            c[name].boost(1.0 + CONTRAST_WEIGHT * k.gap,
+                          f"{k.near_failed}/{k.near} of the round's episodes with {name} like this failed, "
+                          f"against {k.far_failed}/{k.far} of the others")
+
+
 EVIDENCE: tuple[Callable[[FailureSummary, Cands], None], ...] = (
-    _ev_reach, _ev_grasp, _ev_hold, _ev_target, _ev_perception)
+    _ev_reach, _ev_grasp, _ev_hold, _ev_target, _ev_perception, _ev_contrast)
 
 
 def rank_factors(sm: FailureSummary, names: set[str] | None = None) -> list[Candidate]:

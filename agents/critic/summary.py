@@ -43,6 +43,63 @@ class PhaseSpan(BaseModel):
     end: int
 
 
+class Contrast(BaseModel):
+    """How one factor separates failures from successes among the round's other episodes of the family:
+    those whose value is like the failing scene's (within `NEAR` of the ID range for a number, the same
+    value for a choice) against the rest."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    near: int
+    near_failed: int
+    far: int
+    far_failed: int
+    p_value: float  # one-sided Fisher exact: episodes like this one fail more often
+
+    @property
+    def gap(self) -> float:
+        """Failure rate near minus elsewhere (0 when either side is empty)."""
+        if not self.near or not self.far:
+            return 0.0
+        return self.near_failed / self.near - self.far_failed / self.far
+
+
+NEAR = 0.25  # "a value like this one": within a quarter of the factor's ID range
+
+
+def with_peers(sm: FailureSummary, peers: Sequence[tuple[dict[str, Any], bool]]) -> FailureSummary:
+    """`sm` with a `Contrast` per live factor, from `peers`: the (flat factor values, success) of the
+    round's other episodes of the same family."""
+    from agents.critic.verify import fisher_greater
+
+    out: dict[str, Contrast] = {}
+    for r in sm.factors:
+        if not r.live:
+            continue
+        near = far = near_failed = far_failed = 0
+        for values, success in peers:
+            if r.name not in values:
+                continue
+            v = values[r.name]
+            if r.type == "choice" or r.lo is None or r.hi is None:
+                like = v == r.value
+            else:
+                try:
+                    like = abs(float(v) - float(r.value)) <= NEAR * max(r.hi - r.lo, 1e-9)
+                except (TypeError, ValueError):
+                    continue
+            near += like
+            far += not like
+            near_failed += like and not success
+            far_failed += (not like) and not success
+        if near and far:
+            out[r.name] = Contrast(name=r.name, near=near, near_failed=near_failed, far=far,
+                                   far_failed=far_failed,
+                                   p_value=fisher_greater(near_failed, near, far_failed, far))
+    return sm.model_copy(update={"contrast": out})
+
+
 class FailureSummary(BaseModel):
     """Everything the critic knows about one failed episode."""
 
@@ -65,6 +122,8 @@ class FailureSummary(BaseModel):
     factors: tuple[FactorReading, ...] = ()
     keyframes: tuple[str, ...] = ()
     scene: SceneSpec | None = None  # the failing scene (for probing which task choices a factor needs)
+    # what the round's other episodes of the family say about each factor (`with_peers`)
+    contrast: dict[str, Contrast] = Field(default_factory=dict)
 
     def factor(self, name: str) -> FactorReading | None:
         """The reading of factor `name`, if the scene has it."""
@@ -81,6 +140,11 @@ class FailureSummary(BaseModel):
         nums = ", ".join(f"{k} {_fmt(v, k)}" for k, v in self.numbers.items())
         lines.append(f"At the failure (t={self.failure_step * DT:.1f} s): {nums}.")
         lines += [f"- {e}" for e in self.events]
+        telling = sorted((c for c in self.contrast.values() if c.gap > 0), key=lambda c: -c.gap)[:3]
+        if telling:
+            lines.append("Across this round's other episodes of the family: " + "; ".join(
+                f"with {c.name} like here {c.near_failed}/{c.near} failed, otherwise {c.far_failed}/{c.far}"
+                for c in telling) + ".")
         odd = [f for f in self.factors if f.note and f.live]
         if odd and not brief:
             lines.append("Unusual factor values: " + "; ".join(f"{f.name} = {_fmt(f.value)} ({f.note})"

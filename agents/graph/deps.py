@@ -63,10 +63,12 @@ class Agents(Protocol):
     """The critic, verifier and writers (`HelperAgents`: agents.critic and agents.writers)."""
 
     def diagnose(self, episode: Episode, program: GenerationProgram, llm: LLM | None, *, critic: str,
-                 episode_id: str, feedback: str | None) -> Diagnosis:
+                 episode_id: str, feedback: str | None,
+                 peers: Sequence[tuple[dict[str, Any], bool]] = ()) -> Diagnosis:
         """A failed episode → `memory.Diagnosis`, in one attempt (the node retries, feeding the previous
-        error back as `feedback`); malformed LLM output raises `LLMOutputError`, a rules critic without an
-        answer `programs.errors.ProgramRejected`."""
+        error back as `feedback`); `peers` are the (factor values, success) of the round's other episodes
+        of the family. Malformed LLM output raises `LLMOutputError`, a rules critic without an answer
+        `programs.errors.ProgramRejected`."""
         ...
 
     def verify(self, diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch, *, n: int,
@@ -155,11 +157,12 @@ class HelperAgents:
                    agreement_threshold=config.compile.agreement_threshold)
 
     def diagnose(self, episode: Episode, program: GenerationProgram, llm: LLM | None, *, critic: str,
-                 episode_id: str, feedback: str | None) -> Diagnosis:
+                 episode_id: str, feedback: str | None,
+                 peers: Sequence[tuple[dict[str, Any], bool]] = ()) -> Diagnosis:
         from agents.critic.diagnose import diagnose
 
         return diagnose(episode, program, llm, critic=critic, config=self.critic, episode_id=episode_id,
-                        feedback=feedback)
+                        feedback=feedback, peers=peers)
 
     def verify(self, diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch, *, n: int,
                alpha: float, rng: np.random.Generator) -> Verdict:

@@ -49,7 +49,7 @@ class SlotWriterBug(ScriptedAgents):
 
 
 class CriticBug(ScriptedAgents):
-    def diagnose(self, episode, program, llm, *, critic, episode_id, feedback):
+    def diagnose(self, episode, program, llm, *, critic, episode_id, feedback, peers=()):
         raise AttributeError("a bug in the critic")
 
 
@@ -60,7 +60,7 @@ class RejectingCritic(ScriptedAgents):
         super().__init__()
         self.feedback: list[str | None] = []
 
-    def diagnose(self, episode, program, llm, *, critic, episode_id, feedback):
+    def diagnose(self, episode, program, llm, *, critic, episode_id, feedback, peers=()):
         self.feedback.append(feedback)
         raise ProgramRejected(f"no editable factor (call {len(self.feedback)})")
 

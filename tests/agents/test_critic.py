@@ -50,6 +50,8 @@ def test_rules_critic_names_yaw_for_a_jammed_grasp_and_edits_towards_it():
     dx = diagnose(yaw_grasp_failure(0.55), GEN)
     assert (dx.factor, dx.phase, dx.factor_group, dx.critic_id) == ("obj_yaw", "grasp", "spatial", "rules")
     assert dx.edit["obj_yaw"] == (0.3, 0.6)  # at least as extreme as 0.55, inside the ID range
+    beyond = diagnose(yaw_grasp_failure(0.55), GEN, config=CriticConfig(allow_ood=True))
+    assert beyond.edit["obj_yaw"] == (0.55, 1.15)  # past it: the value stays in, at most half the ID width
     assert dx.side == "high" and dx.confidence > 0.8
     assert "0.55 rad" in dx.explanation
 
@@ -245,3 +247,40 @@ def test_keyframes_go_to_image_capable_models_only(tmp_path):
     llm, completer = queued_llm(GOOD)
     diagnose(ep, GEN, llm, critic="llm")
     assert completer.requests[0].images == ()
+
+
+def test_peers_that_fail_with_a_like_value_push_that_factor_up_the_ranking():
+    """The round's other episodes of the family: every one with a yaw like this scene's failed, the rest
+    succeeded. The contrast names the yaw with its counts and raises its score; without peers it does
+    not move."""
+    from agents.critic.rules import rank_factors
+    from agents.critic.summary import with_peers
+    fam = get_family("pick_place")
+    factors = fam.default_factors()
+    factors["spatial"]["obj_yaw"] = 0.55
+    gen = seed_library()["pick_place"][0]
+    scene = fam.make_scene(factors, seed=3)
+    sm = FailureSummary(episode_id="e", family="pick_place", instruction=scene.instruction, success=False,
+                        failing_phase="grasp", steps=10, timeline=(), subject="object", target="target",
+                        failure_step=5, factors=read_factors(scene, gen.factors), scene=scene)
+    names = {f.name for f in gen.factors}
+    alone = {c.reading.name: c.score for c in rank_factors(sm, names)}
+    peers = [({"obj_yaw": 0.5 + 0.01 * i, "obj_x": 0.0}, False) for i in range(5)] + \
+        [({"obj_yaw": -0.3 + 0.05 * i, "obj_x": 0.0}, True) for i in range(6)]
+    both = with_peers(sm, peers)
+    k = both.contrast["obj_yaw"]
+    assert (k.near_failed, k.near, k.far_failed, k.far) == (5, 5, 0, 6) and k.p_value < 0.01
+    ranked = rank_factors(both, names)
+    scores = {c.reading.name: c.score for c in ranked}
+    assert scores["obj_yaw"] > 3 * alone["obj_yaw"]
+    assert scores["obj_x"] == pytest.approx(alone["obj_x"])  # no contrast: every peer has the same x
+    yaw = next(c for c in ranked if c.reading.name == "obj_yaw")
+    assert "5/5 of the round's episodes" in " ".join(yaw.reasons)
+    assert "with obj_yaw like here 5/5 failed" in both.text()
+
+
+def test_band_edit_past_the_id_range_keeps_the_failing_value():
+    ref = reference(GEN, "obj_yaw")  # ID [-0.6, 0.6], OOD [-1.5, 1.5]
+    assert band_edit(ref, 0.55, 1, band=0.25, allow_ood=True) == (0.55, 1.15)
+    assert band_edit(ref, -1.3, -1, band=0.25, allow_ood=True) == (-1.5, -1.2)  # a quarter wide at least
+    assert band_edit(ref, 1.45, 1, band=0.25, allow_ood=True) == (1.2, 1.5)  # within the OOD bound

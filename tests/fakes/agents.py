@@ -28,7 +28,7 @@ class ScriptedAgents:
         self.generation_diagnoses: list[Any] = []  # the `diagnosis` each generation-writer call was given
 
     def diagnose(self, episode: Any, program: Any, llm: Any, *, critic: str, episode_id: str,
-                 feedback: str | None) -> Diagnosis:
+                 feedback: str | None, peers: Any = ()) -> Diagnosis:
         self.calls.append(("diagnose", episode_id))
         return Diagnosis(episode_id=episode_id, factor_group="spatial", factor=self.factor,
                          phase=episode.failing_phase or "approach",

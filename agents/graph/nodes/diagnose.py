@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from agents.graph.deps import Deps
-from agents.graph.nodes.arms import load_program
+from agents.graph.nodes.arms import load_program, seed_generation
 from agents.graph.nodes.rollout import outcomes, scene_id
 from agents.graph.nodes.work import agent_failures, error_text, raised_in, stable_seed
 from agents.graph.rundir import read_json, write_json
@@ -41,7 +41,24 @@ def _failed_train_episodes(deps: Deps, state: RoundState) -> list[tuple[Slot, st
     return out
 
 
-def _diagnose_one(deps: Deps, slot: Slot, episode_path: str) -> tuple[Any | None, list[str]]:
+def round_peers(deps: Deps, state: RoundState) -> dict[str, list[tuple[str, dict[str, Any], bool]]]:
+    """Per family: (episode, flat factor values, success) of every rollout of the round — the evidence
+    the critic compares a failure against."""
+    by_scene = outcomes(deps, state.get("rollouts", []))
+    out: dict[str, list[tuple[str, dict[str, Any], bool]]] = {}
+    for slot in state["slots"]:
+        for rel in slot["accepted"] + slot["held_scenes"]:
+            got = by_scene.get(scene_id(rel))
+            if got is None:
+                continue
+            grouped = read_json(deps.run.abs(rel)).get("factors", {})
+            flat = {k: v for group in grouped.values() for k, v in group.items()}
+            out.setdefault(slot["family"], []).append((got.path, flat, got.success))
+    return out
+
+
+def _diagnose_one(deps: Deps, slot: Slot, episode_path: str,
+                  peers: Sequence[tuple[dict[str, Any], bool]] = ()) -> tuple[Any | None, list[str]]:
     """The critic on one episode, at most 1 + max_retries calls (one LLM call each: the critic's own
     retries are 0), each fed the previous call's error; (diagnosis or None, the errors seen). Only an
     expected failure (`agent_failures`) is retried: a backend that cannot answer (or a replay miss) stops
@@ -56,7 +73,7 @@ def _diagnose_one(deps: Deps, slot: Slot, episode_path: str) -> tuple[Any | None
         try:
             return deps.agents.diagnose(episode, program, deps.llm, critic=deps.config.critic_kind,
                                         episode_id=Path(episode_path).stem,
-                                        feedback=errors[-1] if errors else None), errors
+                                        feedback=errors[-1] if errors else None, peers=peers), errors
         except expected as e:
             errors.append(error_text(e))
     return None, errors
@@ -66,6 +83,7 @@ def diagnose(state: RoundState, deps: Deps) -> dict[str, Any]:
     """Diagnose failed training rollouts; write one file per episode; count the critic's unusable answers."""
     d = deps.run.round_dir("diagnoses", state["round"])
     todo = _failed_train_episodes(deps, state)
+    peers = round_peers(deps, state) if todo else {}
     tick = deps.reporter.progress("diagnose: episodes", len(todo))
     files, failures = [], list(state.get("critic_failures", []))
     unusable = dict(state.get("unusable_answers", {}))
@@ -75,7 +93,8 @@ def diagnose(state: RoundState, deps: Deps) -> dict[str, Any]:
             unusable["critic"] = unusable.get("critic", 0) + read_json(path).get("retries", 0)
         else:
             with raised_in(f"diagnose: episode {ep} of slot {slot_key(slot)}"):
-                dx, errors = _diagnose_one(deps, slot, ep)
+                others = [(f, ok) for path, f, ok in peers.get(slot["family"], []) if path != ep]
+                dx, errors = _diagnose_one(deps, slot, ep, others)
             unusable["critic"] = unusable.get("critic", 0) + len(errors)
             if dx is None:
                 failures.append(f"{ep}: critic failed {len(errors)}× — last: {errors[-1][:300]}")
@@ -132,9 +151,13 @@ def verify(state: RoundState, deps: Deps) -> dict[str, Any]:
             rng = np.random.default_rng(stable_seed(deps.config.seed, state["round"], dx.id))
             run_batch = make_run_batch(deps, state, dx.id)
             try:
-                verdict = deps.agents.verify(dx, load_program(deps, rec["program"]), run_batch,
+                # on the family's base distribution, not the arm's program: a difficulty mode is a
+                # departure from the seed distribution, and an arm that already holds the hard condition
+                # (a variant, a mode) fails its control batch too (FINDINGS #2)
+                verdict = deps.agents.verify(dx, seed_generation(rec["family"]), run_batch,
                                              n=deps.config.verify_n, alpha=deps.config.verify_alpha, rng=rng)
                 rec["verdict"] = verdict.model_dump(mode="json")
+                rec["verified_on"] = "seed"
             except (ValueError, KeyError) as e:  # e.g. no factor left for a control edit
                 rec["verify_error"] = f"{type(e).__name__}: {e}"
                 failures.append(f"{rec['episode']}: verification failed: {rec['verify_error'][:300]}")
