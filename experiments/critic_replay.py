@@ -2,6 +2,7 @@
 diagnoses with the run's own policies, under two settings side by side, against what the run recorded.
 
     python -m experiments.critic_replay RUN_DIR [--per-round 4] [--verify-n 12] [--workers 2]
+    python -m experiments.critic_replay RUN_DIR --id-only # the critic's edits clamped to the ID range
     python -m experiments.critic_replay RUN_DIR --arms    # variant arms vs the seed program vs the ID edge
 
 For every round r ≥ 1 of RUN_DIR (a run directory of the rules critic, e.g. a Table 1 cell):
@@ -25,6 +26,7 @@ reasoning, then checked with this command on one Table 1 cell; the report says w
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -158,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, help="write the report JSON here")
     ap.add_argument("--arms", action="store_true", help="only the arm check (see `arm_check`)")
+    ap.add_argument("--id-only", action="store_true",
+                    help="keep the critic's edits inside the ID range (the loop before e11f6e6)")
     a = ap.parse_args(argv)
     if not (a.run / "episodes").is_dir():
         print(f"error: {a.run} is not a run directory with episodes", file=sys.stderr)
@@ -181,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     from agents.config import RunConfig
 
     critic_cfg = RunConfig().critic  # the loop's own critic settings (OOD edits allowed)
+    if a.id_only:
+        critic_cfg = dataclasses.replace(critic_cfg, allow_ood=False)
     seeds = {f: progs[0] for f, progs in seed_library().items()}
     report: dict[str, Any] = {"run": str(a.run), "per_round": a.per_round, "verify_n": a.verify_n,
                               "allow_ood": critic_cfg.allow_ood, "rounds": {}}
