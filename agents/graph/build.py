@@ -109,17 +109,29 @@ def build_graph(deps: Deps) -> StateGraph:
     return g
 
 
+_STUDIO: dict[tuple[str, str], StateGraph] = {}
+
+
 def studio_graph(config: Mapping[str, Any] | None = None) -> StateGraph:
-    """The graph `langgraph.json` names (for `langgraph dev` / LangGraph Studio): the smoke preset with live
-    dependencies in runs/studio; the server compiles it with its own checkpointer. Dependencies stay open
-    for the life of the server process."""
+    """The graph `langgraph.json` names (for `langgraph dev` / LangGraph Studio), with live dependencies;
+    the server compiles it with its own checkpointer. The preset and run directory come from the server's
+    configuration (`configurable.preset`, `configurable.run_dir`) or $CODA_STUDIO_PRESET /
+    $CODA_STUDIO_RUN_DIR (default: smoke, runs/studio). The server calls this factory per run: the
+    dependencies (worker pools, memory) are opened once per (preset, run directory) and process, and stay
+    open for its life."""
     import atexit
+    import os
 
     from agents.config import get_preset
     from agents.graph.deps import open_deps
 
-    del config  # the server's per-run config carries nothing the graph needs
-    stack = contextlib.ExitStack()
-    deps = stack.enter_context(open_deps(get_preset("smoke"), Path("runs") / "studio"))
-    atexit.register(stack.close)
-    return build_graph(deps)
+    conf = dict((config or {}).get("configurable", {}) or {})
+    preset = str(conf.get("preset") or os.environ.get("CODA_STUDIO_PRESET", "smoke"))
+    run_dir = str(conf.get("run_dir") or os.environ.get("CODA_STUDIO_RUN_DIR", str(Path("runs") / "studio")))
+    key = (preset, run_dir)
+    if key not in _STUDIO:
+        stack = contextlib.ExitStack()
+        deps = stack.enter_context(open_deps(get_preset(preset), Path(run_dir)))
+        atexit.register(stack.close)
+        _STUDIO[key] = build_graph(deps)
+    return _STUDIO[key]

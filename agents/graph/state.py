@@ -7,7 +7,9 @@ re-run after a crash therefore returns the same update from the same input.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
+
+from typing_extensions import TypedDict  # pydantic (LangGraph Studio's input schema) needs it on 3.11
 
 SlotStatus = Literal["pending", "generated", "retry", "accepted", "failed"]
 # what a slot's last error was: the writer raised, its program failed the static checks (or is for another
