@@ -91,12 +91,40 @@ def check_backend(cfg: RunConfig, a: argparse.Namespace, run_root: Path) -> None
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"--base-url must be an http(s) URL such as http://localhost:8080/v1, "
                              f"got {url!r}")
+        probe_endpoint(url, model, os.environ.get("OPENAI_API_KEY", ""))
     if cfg.llm == "replay" and not a.record:
         path = a.replay_file or run_root / "llm_replay.json"  # the file make_llm reads
         if not path.is_file():
             given = f"--replay-file {path} does not exist" if a.replay_file else \
                 f"--llm replay needs --replay-file FILE (recorded answers; {path} does not exist)"
             raise UsageError(f"{given}; record one with --record")
+
+
+def probe_endpoint(url: str, model: str, key: str, timeout: float = 10.0) -> None:
+    """Before any work: the endpoint answers, accepts the key, and (when it lists its models) serves
+    `model`. An endpoint without `GET /models` is taken as it is."""
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url.rstrip("/") + "/models",
+                                 headers={"Authorization": f"Bearer {key}"} if key else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            listed = json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        if e.code in (401, 403):
+            raise UsageError(f"the endpoint {url} refused the request (HTTP {e.code}): set $OPENAI_API_KEY "
+                             "to a key it accepts") from None
+        return  # no model list here (404, 405, ...): nothing more to check
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        why = getattr(e, "reason", e)
+        raise UsageError(f"cannot reach the endpoint {url} ({why}); is the server running, and is "
+                         "--base-url its OpenAI-compatible root (ending in /v1)?") from None
+    ids = [m.get("id") for m in listed.get("data", []) if isinstance(m, dict)] if isinstance(listed, dict) \
+        else []
+    if ids and model not in ids:
+        raise UsageError(f"the endpoint {url} does not serve --model {model!r}; it lists: "
+                         f"{', '.join(map(str, ids[:10]))}")
 
 
 def read_config_file(path: Path, what: str = "--config") -> RunConfig:
