@@ -160,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, help="write the report JSON here")
     ap.add_argument("--arms", action="store_true", help="only the arm check (see `arm_check`)")
+    ap.add_argument("--no-verify", action="store_true",
+                    help="only the critic: every failure of every round, planted-cause accuracy, no rollouts")
     ap.add_argument("--id-only", action="store_true",
                     help="keep the critic's edits inside the ID range (the loop before e11f6e6)")
     a = ap.parse_args(argv)
@@ -199,7 +201,9 @@ def main(argv: list[str] | None = None) -> int:
             policy = SeededPolicy(str(a.run / "policy" / f"round_{r - 1:02d}.pt"), 11)
             batch = sandbox_run_batch(sandbox, episode_rollout(pool, policy))
             items = []
-            for fail in pick_failures(rows, a.per_round):
+            picked = [x for x in rows if not x["success"]] if a.no_verify else \
+                pick_failures(rows, a.per_round)
+            for fail in picked:
                 ep = Episode.load(fail["episode"])
                 program = seeds[fail["family"]]
                 peers = [(x["factors"], x["success"]) for x in rows
@@ -215,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
                 for setting, given in (("alone", ()), ("peers", peers)):
                     dx = diagnose(ep, program, critic="rules", config=critic_cfg,
                                   episode_id=fail["episode"].stem, peers=given)
+                    if cause is not None:
+                        acc[setting].append(dx.factor == cause)
+                    if a.no_verify:
+                        item[setting] = {"factor": dx.factor, "phase": dx.phase}
+                        continue
                     rng = np.random.default_rng([r, len(items)])
                     ver = run_verification(dx, program, batch, n=a.verify_n, rng=rng,
                                            config=VerifyConfig(alpha=0.1, critic=critic_cfg))
@@ -223,8 +232,6 @@ def main(argv: list[str] | None = None) -> int:
                                      "targeted": round(v.targeted_failure_rate, 3),
                                      "control": round(v.control_failure_rate, 3), "reason": v.reason}
                     totals[setting][v.status] += 1
-                    if cause is not None:
-                        acc[setting].append(dx.factor == cause)
                 items.append(item)
                 print(json.dumps(item), flush=True)
             report["rounds"][str(r)] = items
