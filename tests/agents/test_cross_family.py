@@ -52,3 +52,20 @@ def test_a_pick_place_mode_is_adapted_for_stack_insert_and_its_reuse_counted(tmp
         assert program.family == "stack_insert" and program.factor("piece_x").range == (0.085, 0.12)
         assert "adapted from the pick_place program" in (program.diagnosis or "")
         assert deps.memory.reuse_stats()["by_pair"] == {"pick_place->stack_insert": 1}
+
+
+def test_a_choice_mode_reaches_another_family_only_with_a_value_it_can_take():
+    """Seen in a CoDA cell of Table 1: put-inside's `container` = drawer was offered to stack/insert,
+    whose task-kind factor (`task`) has no such value, and the writer could only fail (a back-filled slot)."""
+    from agents.graph.nodes.allocate import _carries
+    from memory.types import DifficultyMode
+
+    container = DifficultyMode(id="container_approach", description="drawer containers", factor_group="task",
+                               factor="container", phase="approach", side="values", values=('"drawer"',),
+                               families=("put_inside",))
+    lib = seed_library()
+    assert _carries(container, lib["put_inside"][0])
+    assert not _carries(container, lib["stack_insert"][0])
+    position = DifficultyMode(id="obj_x_approach", description="far objects", factor_group="spatial",
+                              factor="obj_x", phase="approach", side="high", families=("pick_place",))
+    assert _carries(position, lib["stack_insert"][0])  # obj_x → piece_x, by meaning

@@ -118,17 +118,32 @@ def _explore(deps: Deps, family: str, round_no: int, arms: list[ArmPrograms]) ->
     return arms + extra[:free]
 
 
-def _carries(mode: Any, base: Any) -> bool:
+def _carries(mode: Any, base: Any, allow_ood: bool = True) -> bool:
     """A mode founded in another family reaches `base`'s family when its factor maps onto one of base's by
-    meaning (same kind, same suffix: pick-place `obj_x` is stack/insert `piece_x`)."""
+    meaning (same kind, same suffix: pick-place `obj_x` is stack/insert `piece_x`) — and, for a choice,
+    when one of the mode's values is a value that factor can take (put-inside's `container` = drawer is no
+    value of stack/insert's `task`: offered, its writer could only fail)."""
+    import json
+
     from programs.errors import ProgramRejected
-    from programs.factor_space import resolve_factor
+    from programs.factor_space import allowed_choices, reference, resolve_factor
 
     try:
-        resolve_factor(mode.factor, base, mode.families[0] if mode.families else None)
+        name = resolve_factor(mode.factor, base, mode.families[0] if mode.families else None)
     except ProgramRejected:
         return False
-    return True
+    ref = reference(base, name)
+    if ref.type != "choice" or name == mode.factor and not mode.values:
+        return True
+
+    def parsed(v: Any) -> Any:
+        try:
+            return json.loads(v) if isinstance(v, str) else v
+        except ValueError:
+            return v
+
+    allowed = allowed_choices(ref, allow_ood)
+    return any(parsed(v) in allowed for v in mode.values or ())
 
 
 def _memory_arms(deps: Deps, family: str, round_no: int) -> tuple[list[ArmPrograms], dict[str, int] | None]:
@@ -138,7 +153,8 @@ def _memory_arms(deps: Deps, family: str, round_no: int) -> tuple[list[ArmProgra
 
     cfg, mem = deps.config, deps.memory
     base = seed_generation(family)
-    modes = [m.id for m in mem.modes_for_family(family, maps=lambda m: _carries(m, base))]
+    modes = [m.id for m in mem.modes_for_family(family, maps=lambda m: _carries(m, base,
+                                                                                 cfg.writer.allow_ood))]
     if len(modes) >= cfg.max_arms:
         scores = arm_scores(deps.ledger, family, modes, cfg.allocation)
         modes = sorted(modes, key=lambda m: (-scores[m], m))[: cfg.max_arms - 1]
