@@ -202,6 +202,10 @@ def _ev_perception(sm: FailureSummary, c: Cands) -> None:
 
 CONTRAST_WEIGHT = 5.0  # evidence multiplier per unit of failure-rate gap among the round's peers
 CONTRAST_P = 0.2  # a gap counts only when the peers support it at least this well (one-sided Fisher)
+# a gap this well supported lifts the factor's relevance to at least OTHER: the phase table and the
+# round-object discount are priors about the scripted expert's physics, and a learned policy may fail on a
+# factor they rank low (a yaw that breaks its approach, FINDINGS #3)
+CONTRAST_STRONG_P = 0.05
 
 
 def _ev_contrast(sm: FailureSummary, c: Cands) -> None:
@@ -211,6 +215,8 @@ def _ev_contrast(sm: FailureSummary, c: Cands) -> None:
     (a yaw that makes the approach fail)."""
     for name, k in sm.contrast.items():
         if name in c and k.gap > 0 and k.p_value < CONTRAST_P:
+            if k.p_value < CONTRAST_STRONG_P:  # the data implicate it: no phase-table prior may rule it out
+                c[name].relevance = max(c[name].relevance, OTHER)
             c[name].boost(1.0 + CONTRAST_WEIGHT * k.gap,
                           f"{k.near_failed}/{k.near} of the round's episodes with {name} like this failed, "
                           f"against {k.far_failed}/{k.far} of the others")
