@@ -284,3 +284,31 @@ def test_band_edit_past_the_id_range_keeps_the_failing_value():
     assert band_edit(ref, 0.55, 1, band=0.25, allow_ood=True) == (0.55, 1.15)
     assert band_edit(ref, -1.3, -1, band=0.25, allow_ood=True) == (-1.5, -1.2)  # a quarter wide at least
     assert band_edit(ref, 1.45, 1, band=0.25, allow_ood=True) == (1.2, 1.5)  # within the OOD bound
+
+
+def test_a_strong_peer_contrast_overrides_the_phase_prior():
+    """An approach failure on a round object: the phase table and the round-object discount give its yaw
+    0.3 × 0.2; peers that fail with a like yaw 6/6 against 0/6 lift it to at least the default 0.3, and a
+    weak contrast (p ≥ 0.05) does not."""
+    from agents.critic.rules import OTHER, rank_factors
+    from agents.critic.summary import with_peers
+
+    fam = get_family("pick_place")
+    factors = fam.default_factors()
+    factors["spatial"]["obj_yaw"] = 0.55
+    gen = seed_library()["pick_place"][0]
+    scene = fam.make_scene(factors, seed=3)
+    sm = FailureSummary(episode_id="e", family="pick_place", instruction=scene.instruction, success=False,
+                        failing_phase="approach", steps=10, timeline=(), subject="object", target="target",
+                        subject_kind="cylinder", failure_step=5, factors=read_factors(scene, gen.factors),
+                        scene=scene)
+    names = {f.name for f in gen.factors}
+
+    def yaw(s):
+        return next(c for c in rank_factors(s, names) if c.reading.name == "obj_yaw")
+
+    assert yaw(sm).relevance == pytest.approx(0.06)
+    strong = [({"obj_yaw": 0.5}, False)] * 6 + [({"obj_yaw": -0.3}, True)] * 6
+    assert yaw(with_peers(sm, strong)).relevance == pytest.approx(OTHER)
+    weak = [({"obj_yaw": 0.5}, False)] * 2 + [({"obj_yaw": 0.5}, True)] + [({"obj_yaw": -0.3}, True)] * 3
+    assert yaw(with_peers(sm, weak)).relevance == pytest.approx(0.06)
