@@ -39,6 +39,20 @@ def _by_method(cells: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]
     return out
 
 
+def _save(fig: Any, out: Path, ax: Any = None, ylabel: str = "", legend: int = 7) -> Path:
+    """Label a per-round plot's axes (when `ax` is given), then write the PNG and free the figure."""
+    import matplotlib.pyplot as plt
+
+    if ax is not None:
+        ax.set_xlabel("round")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=legend)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
 def _curve(c: dict[str, Any], family: str, split: str = "ood") -> tuple[list[int], list[float]]:
     """(accepted environments so far, success) per round of one cell on one family."""
     rounds = sorted(c["curve"])
@@ -67,10 +81,7 @@ def plot_ood_vs_envs(cells: Sequence[dict[str, Any]], out: Path) -> Path | None:
         ax.set_xlabel("accepted training environments")
     axes[0][0].set_ylabel("OOD success (%)")
     axes[0][-1].legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
 
 
 def _avg_gain(c: dict[str, Any]) -> list[float]:
@@ -94,13 +105,7 @@ def plot_gain(cells: Sequence[dict[str, Any]], out: Path) -> Path | None:
         se = g.std(0) / max(len(g) ** 0.5, 1)
         ax.errorbar(range(n), g.mean(0), yerr=se, marker="o", capsize=3, label=m)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set_xlabel("round")
-    ax.set_ylabel("OOD gain over round 0 (pp)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return _save(fig, out, ax, "OOD gain over round 0 (pp)", legend=8)
 
 
 def plot_memory(cells: Sequence[dict[str, Any]], out: Path) -> Path | None:
@@ -122,13 +127,7 @@ def plot_memory(cells: Sequence[dict[str, Any]], out: Path) -> Path | None:
     ax.bar(x, series("validated"), w, label="validated this round")
     ax.bar(x + w, series("cross_family_reuse"), w, label="cross-family reuses")
     ax.set_xticks(x, [str(r) for r in rounds])
-    ax.set_xlabel("round")
-    ax.set_ylabel("count (mean over seeds)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return _save(fig, out, ax, "count (mean over seeds)", legend=7)
 
 
 def make_plots(results: Path, table: str) -> list[Path]:

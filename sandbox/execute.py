@@ -167,8 +167,8 @@ def run_program(env: Environment, source: str, factors: dict[str, Any], seed: in
         message = f"SyntaxError: {getattr(err, 'msg', err)}"
         where = f"line {line}\n    {_source_line(lines, line)}\n" if line else ""
         return _payload(out, _error("syntax", message, line, where + message))
-    real = {**builtins.__dict__, "print": lambda *a, **k: print(*a, **{**k, "file": out})}
-    table = env.builtins_for(policy, out) if python_layers else real
+    table = env.builtins_for(policy, out) if python_layers else \
+        {**builtins.__dict__, "print": lambda *a, **k: print(*a, **{**k, "file": out})}
     namespace: dict[str, Any] = {"__builtins__": table, "__name__": PROGRAM_FILENAME}
     rng = np.random.default_rng(seed)
     random.seed(seed)

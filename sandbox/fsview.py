@@ -24,6 +24,7 @@ Landlock applies in the already-forked task process, at no measurable cost.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import site
@@ -73,6 +74,7 @@ class FsViewError(OSError):
     """The filesystem view could not be set up; the task must not run."""
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
@@ -82,6 +84,7 @@ def _libc() -> ctypes.CDLL:
     return libc
 
 
+@functools.cache
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version; 0 where Landlock is absent or disabled."""
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"):

@@ -246,22 +246,10 @@ class SandboxPool:
 
     def run_many(self, tasks: Iterable[SandboxTask]) -> list[SandboxResult]:
         """Run tasks concurrently on all workers; results come back in task order. One task's failure —
-        anything its program or answer does — is that task's result, never the batch's: only misuse (bad
-        factors, a closed pool) and a sandbox that cannot start raise."""
-        def one(t: SandboxTask) -> SandboxResult:
-            try:
-                return self.run(t.source, t.factors, t.seed, t.limits)
-            except RecursionError as err:
-                return SandboxResult.failure("invalid_output", f"this task's result is nested too deeply: "
-                                             f"{err}")
-            except (ValueError, RuntimeError):  # misuse, a closed pool, SandboxUnavailable
-                raise
-            except Exception as err:  # reported as this task's result, with its cause
-                return SandboxResult.failure("crashed", f"the sandbox could not read this task's result: "
-                                             f"{type(err).__name__}: {str(err)[:300]}")
-
+        anything its program or answer does — is that task's result (`_run_on`, `_to_result`), never the
+        batch's: only misuse (bad factors, a closed pool) and a sandbox that cannot start raise."""
         with ThreadPoolExecutor(max_workers=self.config.workers) as ex:
-            return list(ex.map(one, tasks))
+            return list(ex.map(lambda t: self.run(t.source, t.factors, t.seed, t.limits), tasks))
 
     def _deliver(self, worker: _Worker, request: dict[str, Any]) -> _Worker:
         """Send `request` to a ready worker. A worker found dead (it never saw the task) is replaced once."""
@@ -326,9 +314,9 @@ def _to_result(header: dict[str, Any], payload: bytes | None, limits: SandboxLim
         if payload and _SURROGATE.search(payload):  # text that cannot be written back out as UTF-8
             data = _scrub(data)
         stdout = str(data.get("stdout", ""))[: limits.max_output_chars + 200]
-    except (ValueError, KeyError, TypeError, AttributeError, ValidationError, RecursionError) as err:
-        if isinstance(err, RecursionError):
-            return SandboxResult.failure("invalid_output", "the result is nested too deeply to read")
+    except RecursionError:
+        return SandboxResult.failure("invalid_output", "the result is nested too deeply to read")
+    except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as err:
         return SandboxResult.failure("invalid_output" if isinstance(err, _NonFinite) else "crashed",
                                      f"malformed answer from the sandbox worker: "
                                      f"{str(err)[:300] or type(err).__name__}")

@@ -249,21 +249,27 @@ def test_keyframes_go_to_image_capable_models_only(tmp_path):
     assert completer.requests[0].images == ()
 
 
-def test_peers_that_fail_with_a_like_value_push_that_factor_up_the_ranking():
-    """The round's other episodes of the family: every one with a yaw like this scene's failed, the rest
-    succeeded. The contrast names the yaw with its counts and raises its score; without peers it does
-    not move."""
-    from agents.critic.rules import rank_factors
-    from agents.critic.summary import with_peers
+def _yaw_summary(phase: str, subject_kind: str = "") -> tuple[FailureSummary, set[str]]:
+    """A pick-place failure in `phase` on a scene whose yaw is 0.55, and the seed program's factor names."""
     fam = get_family("pick_place")
     factors = fam.default_factors()
     factors["spatial"]["obj_yaw"] = 0.55
     gen = seed_library()["pick_place"][0]
     scene = fam.make_scene(factors, seed=3)
     sm = FailureSummary(episode_id="e", family="pick_place", instruction=scene.instruction, success=False,
-                        failing_phase="grasp", steps=10, timeline=(), subject="object", target="target",
-                        failure_step=5, factors=read_factors(scene, gen.factors), scene=scene)
-    names = {f.name for f in gen.factors}
+                        failing_phase=phase, steps=10, timeline=(), subject="object", target="target",
+                        subject_kind=subject_kind, failure_step=5, factors=read_factors(scene, gen.factors),
+                        scene=scene)
+    return sm, {f.name for f in gen.factors}
+
+
+def test_peers_that_fail_with_a_like_value_push_that_factor_up_the_ranking():
+    """The round's other episodes of the family: every one with a yaw like this scene's failed, the rest
+    succeeded. The contrast names the yaw with its counts and raises its score; without peers it does
+    not move."""
+    from agents.critic.rules import rank_factors
+    from agents.critic.summary import with_peers
+    sm, names = _yaw_summary("grasp")
     alone = {c.reading.name: c.score for c in rank_factors(sm, names)}
     peers = [({"obj_yaw": 0.5 + 0.01 * i, "obj_x": 0.0}, False) for i in range(5)] + \
         [({"obj_yaw": -0.3 + 0.05 * i, "obj_x": 0.0}, True) for i in range(6)]
@@ -293,16 +299,7 @@ def test_a_strong_peer_contrast_overrides_the_phase_prior():
     from agents.critic.rules import OTHER, rank_factors
     from agents.critic.summary import with_peers
 
-    fam = get_family("pick_place")
-    factors = fam.default_factors()
-    factors["spatial"]["obj_yaw"] = 0.55
-    gen = seed_library()["pick_place"][0]
-    scene = fam.make_scene(factors, seed=3)
-    sm = FailureSummary(episode_id="e", family="pick_place", instruction=scene.instruction, success=False,
-                        failing_phase="approach", steps=10, timeline=(), subject="object", target="target",
-                        subject_kind="cylinder", failure_step=5, factors=read_factors(scene, gen.factors),
-                        scene=scene)
-    names = {f.name for f in gen.factors}
+    sm, names = _yaw_summary("approach", subject_kind="cylinder")
 
     def yaw(s):
         return next(c for c in rank_factors(s, names) if c.reading.name == "obj_yaw")

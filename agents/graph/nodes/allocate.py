@@ -133,7 +133,7 @@ def _carries(mode: Any, base: Any, allow_ood: bool = True) -> bool:
     except ProgramRejected:
         return False
     ref = reference(base, name)
-    if ref.type != "choice" or name == mode.factor and not mode.values:
+    if ref.type != "choice" or (name == mode.factor and not mode.values):
         return True
 
     def parsed(v: Any) -> Any:

@@ -25,9 +25,9 @@ from agents.graph.rundir import read_json, write_json
 from agents.graph.state import RoundState, Slot, slot_key
 
 
-def _failed_train_episodes(deps: Deps, state: RoundState) -> list[tuple[Slot, str]]:
+def _failed_train_episodes(deps: Deps, state: RoundState,
+                           by_scene: Mapping[str, Any]) -> list[tuple[Slot, str]]:
     """Failed rollouts on training scenes, interleaved across slots, at most `diagnose_max`."""
-    by_scene = outcomes(deps, state.get("rollouts", []))
     queues = []
     for slot in state["slots"]:
         fails = [by_scene[scene_id(s)].path for s in slot["accepted"]
@@ -41,10 +41,10 @@ def _failed_train_episodes(deps: Deps, state: RoundState) -> list[tuple[Slot, st
     return out
 
 
-def round_peers(deps: Deps, state: RoundState) -> dict[str, list[tuple[str, dict[str, Any], bool]]]:
+def round_peers(deps: Deps, state: RoundState,
+                by_scene: Mapping[str, Any]) -> dict[str, list[tuple[str, dict[str, Any], bool]]]:
     """Per family: (episode, flat factor values, success) of every rollout of the round — the evidence
     the critic compares a failure against."""
-    by_scene = outcomes(deps, state.get("rollouts", []))
     out: dict[str, list[tuple[str, dict[str, Any], bool]]] = {}
     for slot in state["slots"]:
         for rel in slot["accepted"] + slot["held_scenes"]:
@@ -82,8 +82,9 @@ def _diagnose_one(deps: Deps, slot: Slot, episode_path: str,
 def diagnose(state: RoundState, deps: Deps) -> dict[str, Any]:
     """Diagnose failed training rollouts; write one file per episode; count the critic's unusable answers."""
     d = deps.run.round_dir("diagnoses", state["round"])
-    todo = _failed_train_episodes(deps, state)
-    peers = round_peers(deps, state) if todo else {}
+    by_scene = outcomes(deps, state.get("rollouts", []))
+    todo = _failed_train_episodes(deps, state, by_scene)
+    peers = round_peers(deps, state, by_scene) if todo else {}
     tick = deps.reporter.progress("diagnose: episodes", len(todo))
     files, failures = [], list(state.get("critic_failures", []))
     unusable = dict(state.get("unusable_answers", {}))
