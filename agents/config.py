@@ -39,8 +39,14 @@ class MethodConfig:
     memory: bool = False
     # policy update per round: none, SFT on the round's expert demos, or advantage-weighted (critic) update
     update: Update = "aw"
-    # reward shaping of the advantage-weighted update ("text2potential" or "sparse")
-    shaping: Literal["text2potential", "sparse"] = "text2potential"
+    # reward shaping of the advantage-weighted update (`coda_policy.shaping`): "text2potential" (the
+    # training program's staged potential), "sparse" (the verifier only), "task_potential" (a potential
+    # from the task description alone), "dense_reward" (the program's stages as a free-form dense reward,
+    # not a potential difference)
+    shaping: Literal["text2potential", "sparse", "task_potential", "dense_reward"] = "text2potential"
+    # refine a compiled training program that agrees with the expert demos below the threshold
+    # (`CompileConfig.agreement_threshold`); off, the writer's checked program is used as written
+    refine: bool = True
     # start from SFT on seed demonstrations (False: the initial policy as given, e.g. zero-shot)
     bootstrap_sft: bool = True
     # rewrite a failing program with the writer agent (False: retry the same program with new seeds)
@@ -61,6 +67,12 @@ METHODS.register("uniform", MethodConfig(generator="uniform", update="sft"))
 METHODS.register("scalar", MethodConfig(generator="scalar", update="aw", shaping="sparse"))
 METHODS.register("critic_no_memory", MethodConfig(generator="critic", diagnose=True, writer=True))
 METHODS.register("coda", MethodConfig(generator="memory", diagnose=True, memory=True, writer=True))
+# The Text2potential ablations (`python -m experiments.ablations`): CoDA with another training signal.
+_CODA = METHODS.get("coda")
+METHODS.register("coda_sparse", dataclasses.replace(_CODA, shaping="sparse"))
+METHODS.register("coda_task_potential", dataclasses.replace(_CODA, shaping="task_potential"))
+METHODS.register("coda_dense_reward", dataclasses.replace(_CODA, shaping="dense_reward"))
+METHODS.register("coda_no_refine", dataclasses.replace(_CODA, refine=False))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE_METHODS = ("zero_shot", "sft", "domain_randomization", "uniform", "scalar", "critic_no_memory", "coda")
-DIAGNOSIS_METHODS = ("critic_no_memory", "coda")
 SHARED_BOOTSTRAP = ("scenes/round_00", "validity/round_00", "episodes/round_00", "programs/round_00",
                     "policy/round_00.pt", "train/round_00.json")
 
@@ -59,6 +58,9 @@ class TablePreset:
     curve_split: str = "ood"
     # name of the table's files under the results directory
     table: str = "table1"
+    # the cells' run-config label is "<run_preset>+<label>" (default: the table's name); a table that shares
+    # another's cells (the ablations share Table 1's CoDA cells and bootstraps) takes that table's label
+    label: str | None = None
 
 
 TABLES: Registry[TablePreset] = Registry("table preset")
@@ -80,7 +82,7 @@ def cell_config(preset: TablePreset, method: str, seed: int, critic: str, worker
     """The RunConfig of one cell: the table's run preset, its overrides, the method, seed and critic."""
     base = PRESETS.get(preset.run_preset)
     over = {**preset.overrides, "method": method, "seed": seed, "workers": workers,
-            "preset": f"{preset.run_preset}+{preset.table}"}
+            "preset": f"{preset.run_preset}+{preset.label or preset.table}"}
     if critic != "rules":
         over["llm"] = critic
     return dataclasses.replace(base, **over)
@@ -191,6 +193,29 @@ def evaluate_cell(cfg: RunConfig, run: Path, preset: TablePreset, pool: EpisodeP
     return done
 
 
+def bootstrap_record(preset: TablePreset, seed: int, critic: str, workers: int, out: Path, results: Path,
+                     pool: EpisodePool) -> Path:
+    """The seed's shared bootstrap policy on every split of the frozen suites, recorded once as
+    `<results>/<table>/bootstrap/seed<k>.json`: what each cell's final policy is compared with (forgetting:
+    ID success lost; gain: OOD success won)."""
+    path = results / preset.table / "bootstrap" / f"seed{seed}.json"
+    if path.exists():
+        return path
+    boot = shared_bootstrap(preset, seed, critic, workers, out)
+    cfg = dataclasses.replace(cell_config(preset, "sft", seed, critic, workers), rounds=0)
+    evals = evaluate_cell(cfg, boot, preset, pool, shared=out / "_eval_cache")["round_00"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    splits = {split: {f: evals[f][split] for f in cfg.families} for split in frozen.SPLITS}
+    path.write_text(json.dumps({"seed": seed, "bootstrap_sha256": sha256(boot / "policy" / "round_00.pt"),
+                                **splits, "code_commit": provenance("")["commit"]}, indent=1) + "\n")
+    return path
+
+
+def load_bootstraps(results: Path, table: str) -> dict[int, dict[str, Any]]:
+    return {json.loads(p.read_text())["seed"]: json.loads(p.read_text())
+            for p in sorted((results / table / "bootstrap").glob("seed*.json"))}
+
+
 # ---- one cell's record ------------------------------------------------------------------------------------
 def integrity(cfg: RunConfig, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Fallbacks and unusable answers over the cell's rounds; a diagnosis-driven cell whose slots mostly fell
@@ -205,7 +230,7 @@ def integrity(cfg: RunConfig, rows: list[dict[str, Any]]) -> dict[str, Any]:
             reasons[k] += v
         for k, v in r.get("unusable_answers", {}).items():
             unusable[k] += v
-    flagged = cfg.method in DIAGNOSIS_METHODS and slots > 0 and fell / slots > 0.5
+    flagged = cfg.method_config.diagnose and slots > 0 and fell / slots > 0.5
     return {"slots": slots, "fallback_slots": fell, "fallback_reasons": dict(reasons),
             "unusable_answers": dict(unusable), "flagged": flagged}
 
@@ -236,6 +261,11 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
         "accepted_per_round": accepted,
         # memory and the critic per round (diagnosis-driven methods): what the memory plot reads
         "memory_per_round": {r["round"]: _memory_row(r) for r in rows if r["round"] > 0},
+        # training programs compiled from validated modes: agreement with the round's expert demos
+        "compiled": [{"round": r["round"], **{k: c[k] for k in ("family", "mode", "agreement",
+                                                                  "agreement_refined", "fallback") if k in c}}
+                     for r in rows if r["round"] > 0 for c in (r.get("critic") or {}).get("compiled", [])],
+        "shaping": cfg.method_config.shaping if cfg.method_config.update == "aw" else None,
         "integrity": integrity(cfg, rows),
         "bootstrap_sha256": sha256(policy0) if policy0.exists() else None,
         "bootstrap_shared": boot_hash is not None and sha256(policy0) == boot_hash,
@@ -251,10 +281,41 @@ def _mean_se(xs: Sequence[float]) -> dict[str, float]:
     return {"mean": round(mean, 2), "se": round(se, 2)}
 
 
-def aggregate(cells: Sequence[dict[str, Any]], preset_name: str) -> dict[str, Any]:
+def mode_budget_share(cell: dict[str, Any]) -> float | None:
+    """% of the cell's training scenes (over its rounds) allotted to difficulty modes — arms that are neither
+    the seed distribution, domain randomization nor an exploration variant (`var_*`); None when the cell did
+    not record its arms."""
+    arms = [a for r in cell.get("memory_per_round", {}).values() for a in r.get("arms", [])]
+    if not arms:
+        return None
+    counts = [(a.split("|")[0], int(a.rsplit("×", 1)[1])) for a in arms]
+    total = sum(n for _, n in counts)
+    on_modes = sum(n for m, n in counts if m not in ("seed", "dr") and not m.startswith("var_"))
+    return 100.0 * on_modes / total if total else None
+
+
+def _change(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]], split: str
+            ) -> dict[str, float] | None:
+    """Mean ± SE over cells of (final − shared bootstrap) success on `split`, averaged over families;
+    only cells that started from the recorded bootstrap of their seed."""
+    diffs = []
+    for c in cells:
+        b = boots.get(c["seed"])
+        if b is None or not c.get("bootstrap_shared") or b["bootstrap_sha256"] != c.get("bootstrap_sha256"):
+            continue
+        fams = c["families"]
+        diffs.append(sum(c[split][f] - b[split][f] for f in fams) / len(fams))
+    return _mean_se(diffs) if diffs else None
+
+
+def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
+              bootstraps: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The table (success in %, mean ± standard error over seeds):
     `{"preset", "seeds", "methods": {m: {"avg_ood", "in", "ood": {family: ·}, "ood_single": {family: ·},
-    "instruction": {family: ·}, "cells", ...}}, "equal_budget"}`, each `·` being `{"mean", "se"}`."""
+    "instruction": {family: ·}, "cells", ...}}, "equal_budget"}`, each `·` being `{"mean", "se"}`; with the
+    seeds' bootstrap records, also each method's change against its bootstrap (`id_change`: forgetting,
+    `ood_change`: gain), in pp averaged over families."""
+    boots = bootstraps or {}
     by_method: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in cells:
         by_method[c["method"]].append(c)
@@ -275,6 +336,10 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str) -> dict[str, An
         entry["fallback_slots"] = sum(c["integrity"]["fallback_slots"] for c in cs)
         entry["wall_s"] = round(sum(c["wall_s"] for c in cs), 1)
         entry["critic"] = cs[0]["critic"]
+        shares = [x for x in map(mode_budget_share, cs) if x is not None]
+        entry["mode_budget_pct"] = _mean_se(shares) if shares and cs[0]["critic"] else None
+        entry["id_change"] = _change(cs, boots, "id")
+        entry["ood_change"] = _change(cs, boots, "ood")
         methods[m] = entry
     budgets = {json.dumps(c["accepted_per_round"], sort_keys=True) for c in cells
                if c["method"] != "zero_shot"}
@@ -289,8 +354,11 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
     def ms(x: dict[str, float] | None) -> str:
         return "–" if x is None else f"{x['mean']:.1f} ± {x['se']:.1f}"
 
+    def delta(x: dict[str, float] | None) -> str:
+        return "–" if x is None else f"{x['mean']:+.1f} ± {x['se']:.1f}"
+
     head = ["method", *[f"OOD {f}" for f in fams], "avg OOD", "In", "ID", "OOD-single", "instruction",
-            "cells"]
+            "ID Δ vs bootstrap", "OOD Δ vs bootstrap", "budget on modes %", "cells"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m, e in table["methods"].items():
         single = _mean_se([v["mean"] for v in e["ood_single"].values()])
@@ -299,11 +367,16 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
         flag = f" ⚠ {e['flagged_cells']} flagged" if e["flagged_cells"] else ""
         lines.append("| " + " | ".join([m, *[ms(e["ood"][f]) for f in fams], ms(e["avg_ood"]), ms(e["in"]),
                                         f"{ident['mean']:.1f}", f"{single['mean']:.1f}",
-                                        f"{instr['mean']:.1f}",
+                                        f"{instr['mean']:.1f}", delta(e.get("id_change")),
+                                        delta(e.get("ood_change")), ms(e.get("mode_budget_pct")),
                                         f"{e['cells']}{flag}"]) + " |")
     notes = [
         f"Preset `{table['preset']}`, seeds {table['seeds']}; success in %, mean ± standard error over seeds "
         "(ID, OOD-single and instruction: mean over families). Frozen suites: `experiments/suites/`.",
+        "Δ vs bootstrap: the final policy minus the seed's shared bootstrap policy on the same frozen "
+        "split, in pp averaged over families (ID Δ < 0 is forgetting). Budget on modes: the share of "
+        "training scenes allotted to validated difficulty modes rather than the seed distribution or "
+        "exploration variants.",
         f"Equal generation budget across methods (accepted scenes per family per round): "
         f"{'yes' if table['equal_budget'] else 'NO'}.",
         f"Command: `{meta['command']}` · cells computed at commit(s) {', '.join(meta['cell_commits'])} · "
@@ -323,7 +396,7 @@ def provenance(command: str) -> dict[str, Any]:
 
 def write_table(results: Path, preset: TablePreset, preset_name: str, command: str) -> dict[str, Any]:
     cells = [json.loads(p.read_text()) for p in sorted((results / preset.table).glob("*_seed*.json"))]
-    table = aggregate(cells, preset_name)
+    table = aggregate(cells, preset_name, load_bootstraps(results, preset.table))
     meta = provenance(command)
     meta["cell_commits"] = sorted({c.get("code_commit", "unrecorded") for c in cells})
     table["provenance"] = meta
@@ -345,22 +418,39 @@ def _commit(paths: Sequence[Path], message: str) -> None:
 def run_table(preset_name: str, methods: Sequence[str], seeds: Sequence[int], *, critic: str, workers: int,
               out: Path, results: Path, commit: bool, command: str, log: Any = print) -> dict[str, Any]:
     """Every (method, seed) cell not yet recorded, then the table."""
+    preset = TABLES.get(preset_name)
+
+    def write() -> dict[str, Any]:
+        return write_table(results, preset, preset_name, command)
+
+    run_cells(preset, preset_name, methods, seeds, critic=critic, workers=workers, out=out, results=results,
+              commit=commit, write=write, log=log)
+    return write()
+
+
+def run_cells(preset: TablePreset, preset_name: str, methods: Sequence[str], seeds: Sequence[int], *,
+              critic: str, workers: int, out: Path, results: Path, commit: bool, write: Any,
+              log: Any = print) -> None:
+    """Every (method, seed) cell of `preset` not yet recorded under `results/<preset.table>/`; `write()`
+    rebuilds the table after each finished cell."""
     from sim.pool import EpisodePool
 
-    preset = TABLES.get(preset_name)
     (results / preset.table).mkdir(parents=True, exist_ok=True)
     with EpisodePool(workers) as pool:  # the evaluation's workers, started once for the whole table
         for seed in seeds:
             _run_seed(preset, preset_name, methods, seed, critic=critic, workers=workers, out=out,
-                      results=results, commit=commit, command=command, pool=pool, log=log)
-    return write_table(results, preset, preset_name, command)
+                      results=results, commit=commit, write=write, pool=pool, log=log)
 
 
 def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], seed: int, *, critic: str,
-              workers: int, out: Path, results: Path, commit: bool, command: str, pool: EpisodePool,
+              workers: int, out: Path, results: Path, commit: bool, write: Any, pool: EpisodePool,
               log: Any) -> None:
     """The cells of one seed (they share its bootstrap)."""
     boot: Path | None = None
+    if any(METHODS.get(m).bootstrap_sft for m in methods):
+        path = bootstrap_record(preset, seed, critic, workers, out, results, pool)
+        if commit:
+            _commit([path], f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
     for method in methods:
         record = results / preset.table / f"{method}_seed{seed}.json"
         if record.exists():
@@ -382,35 +472,47 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
             raise RuntimeError(f"{run}: its round-0 policy is not the shared bootstrap's "
                                f"({rec['bootstrap_sha256'][:12]} vs {boot_hash[:12]})")
         record.write_text(json.dumps(rec, indent=1) + "\n")
-        write_table(results, preset, preset_name, command)
+        write()
         log(f"{method} seed {seed}: avg OOD {sum(rec['ood'].values()) / len(rec['ood']):.1f} % "
             f"({rec['wall_s']:.0f} s)")
         if commit:
             _commit([record, results / f"{preset.table}.json", results / f"{preset.table}.md"],
-                    f"table1 {preset_name}: {method} seed {seed} (avg OOD "
+                    f"{preset.table} {preset_name}: {method} seed {seed} (avg OOD "
                     f"{sum(rec['ood'].values()) / len(rec['ood']):.1f} %)")
+
+
+def cell_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options every table of cells shares (Table 1, the ablations)."""
+    ap.add_argument("--seeds", type=int, help="seeds 0..N-1 (default: the preset's)")
+    ap.add_argument("--workers", type=int, default=2, help="episode-pool workers per cell")
+    ap.add_argument("--results", type=Path, default=ROOT / "docs" / "results", help="where the table goes")
+    ap.add_argument("--commit", action="store_true", help="git-commit each finished cell and the table")
+
+
+def checked_cells(presets: Registry[TablePreset], a: argparse.Namespace) -> tuple[TablePreset, list[str]]:
+    """The preset and methods the options name, checked before any work (KeyError/ValueError/
+    FileNotFoundError with the message to print)."""
+    preset = presets.get(a.preset)
+    methods = [m.strip() for m in a.methods.split(",") if m.strip()]
+    for m in methods:
+        METHODS.get(m)
+    if a.workers < 1:
+        raise ValueError("--workers must be at least 1")
+    frozen.manifest()
+    return preset, methods
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.table1", description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="default", help=f"one of {', '.join(TABLES.names())}")
-    ap.add_argument("--seeds", type=int, help="seeds 0..N-1 (default: the preset's)")
     ap.add_argument("--methods", default=",".join(TABLE_METHODS), help="comma-separated methods")
     ap.add_argument("--critic", default="rules", choices=("rules", "local", "openai"),
                     help="critic and writers of the diagnosis-driven methods (default rules)")
-    ap.add_argument("--workers", type=int, default=2, help="episode-pool workers per cell")
     ap.add_argument("--out", type=Path, help="the cells' run directories (default runs/table1_<preset>)")
-    ap.add_argument("--results", type=Path, default=ROOT / "docs" / "results", help="where the table goes")
-    ap.add_argument("--commit", action="store_true", help="git-commit each finished cell and the table")
+    cell_arguments(ap)
     a = ap.parse_args(argv)
     try:
-        preset = TABLES.get(a.preset)
-        methods = [m.strip() for m in a.methods.split(",") if m.strip()]
-        for m in methods:
-            METHODS.get(m)
-        if a.workers < 1:
-            raise ValueError("--workers must be at least 1")
-        frozen.manifest()
+        preset, methods = checked_cells(TABLES, a)
     except (KeyError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -32,6 +32,22 @@ def test_aggregate_is_mean_and_standard_error_over_seeds_in_the_documented_schem
     assert list(table["methods"]) == ["sft", "coda"]  # the paper's row order
 
 
+def test_change_against_the_bootstrap_and_budget_on_modes():
+    fams = ["pick_place", "stack_insert"]
+    boot = {0: {"seed": 0, "bootstrap_sha256": "b0", "id": {f: 100.0 for f in fams},
+                "ood": {"pick_place": 0.0, "stack_insert": 10.0}}}
+    coda = {**_cell("coda", 0, 20.0), "critic": "rules", "bootstrap_shared": True, "bootstrap_sha256": "b0",
+            "memory_per_round": {"1": {"arms": ["seed|pick_place×2", "var_obj_x_low|pick_place×2"]},
+                                 "2": {"arms": ["seed|pick_place×1", "container_approach|pick_place×3"]}}}
+    other_boot = {**_cell("sft", 0, 20.0), "bootstrap_shared": True, "bootstrap_sha256": "not b0"}
+    t = table1.aggregate([coda, other_boot], "x", boot)["methods"]
+    assert t["coda"]["id_change"] == {"mean": -10.0, "se": 0.0}  # 90 vs 100: forgetting
+    assert t["coda"]["ood_change"] == {"mean": 15.0, "se": 0.0}  # 20 vs (0 + 10) / 2
+    assert t["coda"]["mode_budget_pct"] == {"mean": 37.5, "se": 0.0}  # 3 of 8 scenes on a mode
+    assert t["sft"]["id_change"] is None and t["sft"]["mode_budget_pct"] is None  # another bootstrap
+    assert table1.mode_budget_share({"memory_per_round": {}}) is None
+
+
 def test_unequal_budgets_are_reported():
     cells = [_cell("sft", 0, 10.0), _cell("coda", 0, 40.0, {"1": {"pick_place": 5, "stack_insert": 6}})]
     assert not table1.aggregate(cells, "x")["equal_budget"]
@@ -57,6 +73,10 @@ def test_smoke_table_end_to_end(tmp_path: Path):
         assert set(c["ood"]) == {"pick_place"} and 0.0 <= c["ood"]["pick_place"] <= 100.0
         assert set(c["curve"]) == {"round_00", "round_01"}
         assert c["bootstrap_shared"] == (m != "zero_shot"), m
+    boot = json.loads((results / "table1_smoke" / "bootstrap" / "seed0.json").read_text())
+    assert boot["bootstrap_sha256"] == cells["sft"]["bootstrap_sha256"] and set(boot["id"]) == {"pick_place"}
+    methods = table["methods"]
+    assert methods["sft"]["id_change"] is not None and methods["zero_shot"]["id_change"] is None
     hashes = {c["bootstrap_sha256"] for m, c in cells.items() if m != "zero_shot"}
     assert len(hashes) == 1 and cells["zero_shot"]["bootstrap_sha256"] not in hashes
     assert (results / "table1_smoke.md").read_text().startswith("| method |")

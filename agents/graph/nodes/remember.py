@@ -124,7 +124,7 @@ def _training_program(deps: Deps, dx: Any, family: str, mode_id: str, round_no: 
     threshold = deps.config.compile.agreement_threshold
     if demos:
         info["agreement"] = round_(agreement(tp, demos))
-        if info["agreement"] < threshold:
+        if info["agreement"] < threshold and deps.config.method_config.refine:
             tp = refine(tp, Evidence(demos, threshold, note=dx.text()))
             info["agreement_refined"] = round_(agreement(tp, demos))
     return tp, info

@@ -1,0 +1,224 @@
+"""How far can a generator move the policy at Table 1's budget? An oracle measurement outside the loop.
+
+    python -m experiments.ceiling             # id, mixed, ood at budgets 6 and 24, with/without replay
+    python -m experiments.ceiling --sources ood --budgets 6 --seeds 1
+
+Every method of Table 1 differs only in which scenes it trains on. This asks what the best possible choice
+would give: start from a seed's shared bootstrap policy (the one every Table 1 cell starts from) and
+fine-tune it exactly as the `sft` method does (`finetune_steps` per round, `rounds` rounds, one round's
+expert demonstrations each), on scenes drawn from a fixed source:
+
+    id      the seed distribution (what `sft` trains on; a reproduction check of that row)
+    ood     every factor out of distribution: the very distribution of the frozen `ood` split, drawn with
+            other seeds — an oracle no method has, since none knows the test distribution
+    mixed   half `id`, half `ood` scenes each round
+
+`budget` is accepted scenes per family per round (Table 1's `default`: 6). With replay, each round
+fine-tunes on every demonstration so far (the bootstrap's and each round's) instead of the round's alone.
+Success is measured on the frozen suites like every Table 1 cell. If the oracle at Table 1's budget cannot
+lift OOD success much above the `sft` row, no generator can, and Table 1's margins at that budget measure
+noise; the budget at which it can says what the table needs. Each (source, budget, replay, seed) lands in
+`docs/results/findings/ceiling/` as it finishes (a killed run resumes), and `ceiling.md` is rebuilt from
+them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments import suites as frozen
+from experiments.table1 import (
+    ROOT,
+    TABLES,
+    _mean_se,
+    cell_config,
+    evaluate,
+    provenance,
+    sha256,
+    shared_bootstrap,
+)
+
+SOURCES = ("id", "mixed", "ood")
+CEILING_SEED = 8_200_000  # the oracle's training scenes: disjoint from the suites' and the loop's seeds
+RESULTS = ROOT / "docs" / "results" / "findings"
+
+
+def draw(family: str, source: str, round_no: int, i: int, attempt: int) -> Any:
+    """Candidate training scene `i` of round `round_no` (deterministic, shared by every policy seed)."""
+    from sim.families import get_family
+
+    fam = get_family(family)
+    ood = source == "ood" or (source == "mixed" and i % 2 == 1)
+    rng = np.random.default_rng([CEILING_SEED, frozen.FAMILIES.index(family), round_no, i, attempt])
+    seed = CEILING_SEED + 100_000 * round_no + 100 * i + attempt
+    return fam.make_scene(fam.sample_factors(rng, ood=ood), seed=seed)
+
+
+def _demo(spec_json: str, out: str) -> bool:
+    """Validity checks with the expert's solve (a pool worker); saves the demonstration when valid."""
+    from sim.scene import SceneSpec
+    from sim.validity import check_scene
+
+    report = check_scene(SceneSpec.from_json(spec_json), solve=True)
+    if report.ok and report.demo is not None:
+        report.demo.save(out)
+        return True
+    return False
+
+
+def demos(families: Sequence[str], source: str, round_no: int, budget: int, out: Path, pool: Any,
+          max_draws: int = 20) -> list[Path]:
+    """`budget` valid scenes per family for one round, with their expert demos (cached under `out`)."""
+    paths = []
+    for family in families:
+        for i in range(budget):
+            for start in range(0, max_draws, 2):
+                cands = [draw(family, source, round_no, i, a) for a in range(start, start + 2)]
+                files = [out / f"{family}_r{round_no}_{i:02d}_{a}" for a in range(start, start + 2)]
+                done = [f for f in files if f.with_suffix(".npz").exists()]
+                if done:
+                    paths.append(done[0].with_suffix(".npz"))
+                    break
+                oks = [pool.executor.submit(_demo, c.to_json(), str(f))
+                       for c, f in zip(cands, files, strict=True)]
+                hit = [f for f, ok in zip(files, oks, strict=True) if ok.result()]
+                if hit:
+                    paths.append(hit[0].with_suffix(".npz"))
+                    break
+            else:
+                raise RuntimeError(f"{family} {source} round {round_no} scene {i}: "
+                                   f"no valid draw in {max_draws}")
+    return paths
+
+
+def run_one(source: str, budget: int, seed: int, *, replay: bool, out: Path, boot_out: Path, pool: Any,
+            per_split: int | None) -> dict[str, Any]:
+    """Fine-tune the seed's bootstrap on `source` scenes round by round (with `replay`, on every
+    demonstration so far: the bootstrap's round-0 demos and each round's); the final policy on the
+    suites."""
+    from agents.graph.trainer import PolicyTrainer
+
+    preset = TABLES.get("default")
+    cfg = cell_config(preset, "sft", seed, "rules", 2)
+    boot_run = shared_bootstrap(preset, seed, "rules", 2, boot_out)
+    boot = boot_run / "policy" / "round_00.pt"
+    seen = sorted((boot_run / "episodes" / "round_00").glob("demo_*.npz")) if replay else []
+    t0 = time.perf_counter()
+    trainer, policy = PolicyTrainer(cfg.learn, seed=seed), boot
+    work = out / cell_name(source, budget, replay, seed)
+    work.mkdir(parents=True, exist_ok=True)
+    for r in range(1, cfg.rounds + 1):
+        eps = demos(cfg.families, source, r, budget, out / "demos" / source, pool)
+        nxt = work / f"round_{r:02d}.pt"
+        seen += eps
+        trainer.finetune(policy, seen if replay else eps, nxt)
+        policy = nxt
+    scenes = frozen.suite(cfg.families, per_split=per_split)
+    final = evaluate(policy, scenes, cfg.seed, pool, cfg.rollout_max_steps)
+    return {"source": source, "budget": budget, "replay": replay, "seed": seed, "rounds": cfg.rounds,
+            "finetune_steps": cfg.learn.finetune_steps, "families": list(cfg.families),
+            "bootstrap_sha256": sha256(boot),
+            **{split: {f: final[f][split] for f in cfg.families} for split in frozen.SPLITS},
+            "wall_s": round(time.perf_counter() - t0, 1), "code_commit": provenance("")["commit"]}
+
+
+def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
+    rows = sorted({(c["source"], c["budget"], c["replay"]) for c in cells},
+                  key=lambda k: (k[2], k[1], SOURCES.index(k[0])))
+    lines = ["| source | scenes per family per round | trains on | avg OOD | ID | OOD-single | instruction "
+             "| seeds |", "|---|---|---|---|---|---|---|---|"]
+
+    def avg(c: dict[str, Any], split: str) -> float:
+        return sum(c[split].values()) / len(c[split])
+
+    for source, budget, replay in rows:
+        cs = [c for c in cells if (c["source"], c["budget"], c["replay"]) == (source, budget, replay)]
+        vals = {s: _mean_se([avg(c, s) for c in cs]) for s in frozen.SPLITS}
+        shown = [f"{vals[s]['mean']:.1f} ± {vals[s]['se']:.1f}" for s in ("ood", "id", "ood_single",
+                                                                          "instruction")]
+        seeds = sorted(c["seed"] for c in cs)
+        data = "every demo so far" if replay else "the round's demos"
+        lines.append(f"| {source} | {budget} | {data} | " + " | ".join(shown) + f" | {seeds} |")
+    meta = provenance(command)
+    commits = sorted({c["code_commit"] for c in cells})
+    return ("\n".join(lines) + "\n\nSuccess in % on the frozen suites (10 scenes per family and split), "
+            "mean ± standard error over seeds, averaged over the four families; every row starts from the "
+            "seed's shared Table 1 bootstrap and fine-tunes as the `sft` method does. Command: "
+            f"`{command}` · computed at {', '.join(commits)} · {meta['versions']}\n")
+
+
+def cell_name(source: str, budget: int, replay: bool, seed: int) -> str:
+    return f"{source}_b{budget}{'_replay' if replay else ''}_seed{seed}"
+
+
+def _cell(source: str, budget: int, replay: bool, seed: int, a: argparse.Namespace, pool: Any,
+          per_split: int | None, command: str) -> None:
+    """One (source, budget, replay, seed) unless recorded; the table rebuilt after it."""
+    rec = a.results / "ceiling" / f"{cell_name(source, budget, replay, seed)}.json"
+    if rec.exists():
+        return
+    res = run_one(source, budget, seed, replay=replay, out=a.out, boot_out=a.bootstraps, pool=pool,
+                  per_split=per_split)
+    rec.write_text(json.dumps(res, indent=1) + "\n")
+    ood = sum(res["ood"].values()) / len(res["ood"])
+    name = cell_name(source, budget, replay, seed)
+    print(f"{name}: avg OOD {ood:.1f} % ({res['wall_s']:.0f} s)", flush=True)
+    cells = [json.loads(p.read_text()) for p in sorted((a.results / "ceiling").glob("*.json"))]
+    (a.results / "ceiling.md").write_text(markdown(cells, command))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.ceiling", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sources", default=",".join(SOURCES), help=f"comma-separated, of {', '.join(SOURCES)}")
+    ap.add_argument("--budgets", default="6,24", help="scenes per family per round, comma-separated")
+    ap.add_argument("--replay", default="no,yes",
+                    help="comma-separated: no (each round fine-tunes on its own demos, as `sft` does), yes "
+                         "(on every demo so far, the bootstrap's included)")
+    ap.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 (each with its Table 1 bootstrap)")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "ceiling", help="demos and policies")
+    ap.add_argument("--bootstraps", type=Path, default=ROOT / "runs" / "table1_default",
+                    help="Table 1's run directories, whose shared bootstraps are reused (made if missing)")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="where ceiling/ and ceiling.md go")
+    a = ap.parse_args(argv)
+    try:
+        sources = [s.strip() for s in a.sources.split(",") if s.strip()]
+        bad = [s for s in sources if s not in SOURCES]
+        if bad or not sources:
+            raise ValueError(f"unknown source(s) {bad}; sources: {', '.join(SOURCES)}")
+        budgets = [int(b) for b in a.budgets.split(",") if b.strip()]
+        replays = [{"no": False, "yes": True}[r.strip()] for r in a.replay.split(",") if r.strip()]
+        if not budgets or min(budgets) < 1 or a.seeds < 1 or not replays:
+            raise ValueError("--budgets must be positive integers and --seeds at least 1")
+        frozen.manifest()
+    except KeyError as e:
+        print(f"error: --replay takes no and/or yes, got {e}", file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    from sim.pool import EpisodePool
+
+    given = argv if argv is not None else sys.argv[1:]
+    command = ("python -m experiments.ceiling " + " ".join(given)).strip()
+    per_split = TABLES.get("default").per_split
+    (a.results / "ceiling").mkdir(parents=True, exist_ok=True)
+    with EpisodePool(2) as pool:
+        for seed in range(a.seeds):
+            for replay in replays:
+                for budget in budgets:
+                    for source in sources:
+                        _cell(source, budget, replay, seed, a, pool, per_split, command)
+    print((a.results / "ceiling.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

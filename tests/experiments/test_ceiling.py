@@ -1,0 +1,53 @@
+"""The oracle ceiling: its training scenes come from the source it names, with seeds disjoint from the
+frozen suites'; the table's arithmetic; bad input is refused before any work. The measurement itself
+(minutes per cell) is `python -m experiments.ceiling`, whose results are committed under
+docs/results/findings/."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments import ceiling
+from experiments import suites as frozen
+
+
+def _outside(family: str, spec) -> list[str]:
+    from sim.families import get_family
+
+    fam = get_family(family)
+    flat = fam.flat(spec.factors)
+    return [f.name for f in fam.factors if not f.contains(flat[f.name], ood=False)]
+
+
+def test_sources_draw_the_distribution_they_name():
+    for family in frozen.FAMILIES:
+        assert _outside(family, ceiling.draw(family, "id", 1, 0, 0)) == []
+        assert len(_outside(family, ceiling.draw(family, "ood", 1, 0, 0))) >= 2
+        mixed = [len(_outside(family, ceiling.draw(family, "mixed", 1, i, 0))) for i in range(4)]
+        assert mixed[0] == mixed[2] == 0 and mixed[1] >= 2 and mixed[3] >= 2
+
+
+def test_training_scenes_are_never_suite_scenes():
+    suite_seeds = {s.load().seed for s in frozen.suite()}
+    ours = {ceiling.draw(f, src, r, i, a).seed for f in frozen.FAMILIES for src in ceiling.SOURCES
+            for r in (1, 2) for i in range(3) for a in range(2)}
+    assert not ours & suite_seeds
+    assert ceiling.draw("pick_place", "ood", 2, 1, 0) == ceiling.draw("pick_place", "ood", 2, 1, 0)
+
+
+def test_markdown_averages_families_over_seeds():
+    def cell(seed: int, ood: float, replay: bool) -> dict:
+        fams = ("pick_place", "stack_insert")
+        return {"source": "ood", "budget": 6, "replay": replay, "seed": seed, "code_commit": "abc",
+                **{s: {f: (ood if s == "ood" else 50.0) for f in fams} for s in frozen.SPLITS}}
+
+    md = ceiling.markdown([cell(0, 10.0, False), cell(1, 30.0, False), cell(0, 40.0, True)], "cmd")
+    assert "| ood | 6 | the round's demos | 20.0 ± 10.0 | 50.0 ± 0.0 |" in md
+    assert "| ood | 6 | every demo so far | 40.0 ± 0.0 |" in md
+
+
+@pytest.mark.parametrize("args", [["--sources", "odd"], ["--budgets", "0"], ["--replay", "maybe"],
+                                  ["--seeds", "0"]])
+def test_cli_refuses_bad_input(args: list[str], capsys: pytest.CaptureFixture[str]):
+    assert ceiling.main(args) == 2
+    assert capsys.readouterr().err.startswith("error: ")
