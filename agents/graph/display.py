@@ -1,17 +1,11 @@
-"""What a person watches and reads: `RichReporter` (live progress per node, a line per finished node with
-its cost, a summary table per round) and `write_html` (runs/<name>/report.html from metrics.jsonl and the
-files of the run directory)."""
+"""What a person watches: `RichReporter` (live progress per node, a line per finished node with its cost, a
+summary table per round) and the console tables; the columns are shared with report.html
+(`agents.graph.report_page`)."""
 
 from __future__ import annotations
 
-import html
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-from agents.config import RunConfig
-from agents.graph.rundir import RunDir, read_metrics
 
 COLUMNS = (  # (header, row → text) of the per-round summary, console and HTML alike
     ("rnd", lambda r: str(r["round"])),
@@ -153,48 +147,3 @@ def cost_table(rows: list[dict[str, Any]]) -> Any:
             cells.append(" · ".join(parts))
         t.add_row(node, *cells)
     return t
-
-
-def _rel_links(run: RunDir, paths: list[str]) -> str:
-    return " ".join(f'<a href="{html.escape(p)}">{html.escape(Path(p).name)}</a>' for p in paths)
-
-
-def _thumbs(run: RunDir, round_no: int, limit: int = 24) -> str:
-    d = run.root / "scenes" / f"round_{round_no:02d}"
-    pngs = sorted(d.glob("*.png"))[:limit] if d.exists() else []
-    return "".join(f'<figure><img src="{run.rel(p)}" width="128"><figcaption>{html.escape(p.stem[:28])}'
-                   "</figcaption></figure>" for p in pngs)
-
-
-def write_html(run: RunDir, config: RunConfig) -> Path:
-    """runs/<name>/report.html: config, per-round summary and cost, arms, programs, scene thumbnails."""
-    rows = read_metrics(run.metrics)
-    head = "".join(f"<th>{html.escape(n)}</th>" for n, _ in COLUMNS)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(fn(r))}</td>" for _, fn in COLUMNS) + "</tr>"
-                   for r in rows)
-    sections = []
-    for r in rows:
-        cost = "".join(f"<tr><td>{html.escape(n)}</td>" + "".join(f"<td>{_num(c.get(k))}</td>" for k in
-                       ("wall_s", "llm_calls", "tokens_in", "tokens_out", "sim_steps", "episodes")) + "</tr>"
-                       for n, c in r.get("cost", {}).items())
-        pdir = run.root / "programs" / f"round_{r['round']:02d}"
-        progs = sorted(str(p.relative_to(run.root)) for p in pdir.glob("*.py")) if pdir.exists() else []
-        gen = r.get("generation", {})
-        sections.append(
-            f"<h2>Round {r['round']}</h2><p>arms: {html.escape(', '.join(gen.get('arms', [])) or '-')}</p>"
-            f"<p>failed slots: {html.escape('; '.join(gen.get('slots_failed', [])) or 'none')}</p>"
-            f"<p>programs: {_rel_links(run, progs) or '-'}</p>"
-            "<table><tr><th>node</th><th>s</th><th>LLM calls</th><th>tokens in</th><th>tokens out</th>"
-            f"<th>sim steps</th><th>episodes</th></tr>{cost}</table>"
-            f"<details><summary>row</summary><pre>{html.escape(json.dumps(r, indent=1))}</pre></details>"
-            f"<div class=thumbs>{_thumbs(run, r['round'])}</div>")
-    page = (f"<!doctype html><meta charset=utf-8><title>CoDA run {html.escape(run.root.name)}</title>"
-            "<style>body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;text-align:right}"
-            "table{border-collapse:collapse}tr:nth-child(even){background:#f3f3f3}figure{display:inline-block;"
-            "margin:4px;font-size:10px}</style>"
-            f"<h1>CoDA run {html.escape(run.root.name)} · {html.escape(config.method)}</h1>"
-            f"<table><tr>{head}</tr>{body}</table><p><small>{html.escape(LEGEND)}</small></p>"
-            f"{''.join(sections)}"
-            f"<h2>Config</h2><pre>{html.escape(config.to_json())}</pre>")
-    run.report.write_text(page)
-    return run.report

@@ -107,11 +107,11 @@ def round_row(state: RoundState, deps: Deps) -> dict[str, Any]:
 
 def report(state: RoundState, deps: Deps) -> dict[str, Any]:
     """Write the round's row, report.html and (with memory) a memory snapshot; print the summary table."""
-    from agents.graph.display import write_html
+    from agents.graph.report_page import write_report
 
     row = round_row(state, deps)
     append_metrics(deps.run.metrics, row)
-    write_html(deps.run, deps.config)
+    write_report(deps.run, deps.config)
     if deps.run.memory.exists():  # Chroma store (CoDA) and ledger.json (every method)
         snap = deps.run.dir("snapshots") / f"round_{row['round']:02d}" / "memory"
         if snap.exists():
