@@ -192,6 +192,25 @@ def write_table(results: Path, preset: TablePreset, preset_name: str, command: s
     return table
 
 
+def share_table1_cells(results: Path, preset: TablePreset, methods: Sequence[str], seeds: Sequence[int],
+                       out: Path) -> list[Path]:
+    """Copy Table 1's record of a cell these rows share (the same run directory: `coda` in the default
+    preset), so the row carries the record — and the commit — the cell was computed with."""
+    table1 = TABLES.get("default" if preset.table == "ablations" else "smoke").table
+    copied = []
+    for m in methods:
+        for seed in seeds:
+            src = results / table1 / f"{m}_seed{seed}.json"
+            dst = results / preset.table / f"{m}_seed{seed}.json"
+            if dst.exists() or not src.exists():
+                continue
+            if Path(json.loads(src.read_text())["run_dir"]).resolve() == (out / f"{m}_seed{seed}").resolve():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_text(src.read_text())
+                copied.append(dst)
+    return copied
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.ablations", description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="default", help=f"one of {', '.join(ABLATIONS.names())}")
@@ -222,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     def write() -> dict[str, Any]:
         return write_table(a.results, preset, a.preset, command, a.reach)
 
+    share_table1_cells(a.results, preset, methods, seeds, out)
     run_cells(preset, a.preset, methods, seeds, critic="rules", workers=a.workers, out=out, results=a.results,
               commit=a.commit, write=write)
     table = write()

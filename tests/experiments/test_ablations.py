@@ -100,6 +100,19 @@ def test_smoke_ablation_end_to_end_shares_the_coda_cell(tmp_path: Path):
     assert "Text2potential − sparse on the multi-stage families" in md
 
 
+def test_a_shared_cell_keeps_table1s_record(tmp_path: Path):
+    out, results = tmp_path / "runs", tmp_path / "results"
+    (results / "table1").mkdir(parents=True)
+    rec = {"method": "coda", "seed": 0, "run_dir": str(out / "coda_seed0"), "code_commit": "then"}
+    (results / "table1" / "coda_seed0.json").write_text(json.dumps(rec))
+    other = {**rec, "seed": 1, "run_dir": str(tmp_path / "elsewhere" / "coda_seed1")}
+    (results / "table1" / "coda_seed1.json").write_text(json.dumps(other))
+    got = ablations.share_table1_cells(results, ablations.ABLATIONS.get("default"), ["coda", "coda_sparse"],
+                                       [0, 1], out)
+    assert got == [results / "ablations" / "coda_seed0.json"]  # seed 1's run is another directory
+    assert json.loads(got[0].read_text())["code_commit"] == "then"
+
+
 def test_cli_rejects_rows_that_are_not_ablations(capsys: pytest.CaptureFixture[str]):
     assert ablations.main(["--methods", "sft"]) == 2
     assert "not an ablation" in capsys.readouterr().err
