@@ -305,7 +305,9 @@ def execute(cfg: RunConfig, run: RunDir, a: argparse.Namespace, reporter: Any) -
             if not snap.next:
                 reporter.log(f"{run.root} has finished all {cfg.rounds} rounds; nothing to resume")
                 return dict(snap.values)
-            reporter.log(f"resuming round {snap.values.get('round', 0)} at {', '.join(snap.next)}")
+            # at a round boundary (a `report` checkpoint) the next round starts
+            at = int(snap.values.get("round", 0)) + (snap.values.get("node") == "report")
+            reporter.log(f"resuming: round {at} at {', '.join(snap.next)}")
             return app.invoke(None, conf, durability="sync")
     finally:
         if llm is not None:

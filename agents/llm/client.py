@@ -194,4 +194,14 @@ class PromptedLLM:
             ok=error is None,
             error=error,
             schema=request.schema.__name__ if request.schema else None,
-        ))
+        ), texts=call_texts(request, completion))
+
+
+def call_texts(request: Request, completion: Completion | None) -> dict[str, str]:
+    """What a person reads of one call: the rendered prompt (system, user, attached images by hash) and the
+    answer as returned (tool-call arguments for structured calls)."""
+    images = "".join(f"\n[image sha256 {sha256_hex(b)[:16]}]" for b in request.images)
+    out = {"prompt": f"[system]\n{request.system}\n\n[user]\n{request.user}{images}"}
+    if completion is not None:
+        out["answer"] = completion.text
+    return out

@@ -68,7 +68,7 @@ class RulesLLM:
         except Exception as e:
             self._log(prompt_name, variables, schema.__name__, start, getattr(e, "problem", type(e).__name__))
             raise
-        self._log(prompt_name, variables, schema.__name__, start, None)
+        self._log(prompt_name, variables, schema.__name__, start, None, result)
         return result
 
     def text(
@@ -89,15 +89,18 @@ class RulesLLM:
         """Nothing to release."""
 
     def _log(self, prompt_name: str, variables: Mapping[str, Any], schema: str, start: float,
-             error: str | None) -> None:
+             error: str | None, answer: BaseModel | None = None) -> None:
         if self.call_log is None:
             return
+        texts = {"prompt": json.dumps(dict(variables), indent=1, sort_keys=True, default=str)}
+        if answer is not None:
+            texts["answer"] = answer.model_dump_json(indent=1)
         self.call_log.append(CallRecord(
             prompt_name=prompt_name,
             prompt_hash=sha256_hex(json.dumps(dict(variables), sort_keys=True, default=str))[:16],
             backend=self.backend, model="rules", kind="structured", cache_hit=False,
             latency_s=round(time.perf_counter() - start, 4), ok=error is None, error=error, schema=schema,
-        ))
+        ), texts=texts)
 
 
 def _validated(prompt_name: str, out: BaseModel | Mapping[str, Any], schema: type[M]) -> M:

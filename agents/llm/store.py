@@ -12,26 +12,48 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.llm.base import CallRecord, Completion
+from agents.llm.base import CallRecord, Completion, sha256_hex
 
 
 class CallLog:
-    """Appends `CallRecord`s as JSON lines to `path`; `read()` returns them as dicts."""
+    """Appends `CallRecord`s as JSON lines to `path`; `read()` returns them as dicts. The texts of a call
+    (the rendered prompt, the answer) are stored beside it, content-addressed —
+    `<dir>/llm_texts/<sha256[:16]>.txt`, written once however many calls share them — and the row keeps
+    their hashes under `texts`; `text(sha)` reads one back."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.texts_dir = self.path.parent / "llm_texts"
         self._lock = threading.Lock()
 
-    def append(self, record: CallRecord) -> None:
-        """Write one record (with a wall-clock timestamp)."""
+    def _store(self, text: str) -> str:
+        sha = sha256_hex(text)[:16]
+        path = self.texts_dir / f"{sha}.txt"
+        if not path.exists():
+            self.texts_dir.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+        return sha
+
+    def append(self, record: CallRecord, texts: Mapping[str, str] | None = None) -> None:
+        """Write one record (with a wall-clock timestamp) and its texts (e.g. prompt, answer)."""
         row = {"time": round(time.time(), 3), **dataclasses.asdict(record)}
+        if texts:
+            row["texts"] = {k: self._store(v) for k, v in texts.items()}
         line = json.dumps(row, sort_keys=True) + "\n"
         with self._lock, open(self.path, "a", encoding="utf-8") as f:
             f.write(line)
+
+    def text(self, sha: str) -> str | None:
+        """A stored text by its hash; None when it is not there (a log written before texts were kept)."""
+        path = self.texts_dir / f"{sha}.txt"
+        return path.read_text(encoding="utf-8") if path.exists() else None
 
     def read(self) -> list[dict[str, Any]]:
         """All records so far, oldest first."""

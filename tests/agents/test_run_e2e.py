@@ -5,6 +5,7 @@ replay LLM backend in the loop: a run recorded through an endpoint replays witho
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from contextlib import ExitStack
@@ -57,6 +58,21 @@ def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
     assert listed.returncode == 0 and "measure" in listed.stdout and "END" in listed.stdout
     shown = cli("-m", "agents.replay", str(out), "--show", "5")
     assert shown.returncode == 0 and "LLM calls by this node" in shown.stdout
+    steps = cli("-m", "agents.replay", str(out)).stdout
+    diagnose_step = re.search(r"^\s*(\d+)\s+1\s+diagnose\b", steps, re.M).group(1)
+    shown = cli("-m", "agents.replay", str(out), "--show", diagnose_step)
+    assert re.search(r"^diagnoses: 0 → 1 items \(\+1\)", shown.stdout, re.M)  # what changed, not the state
+    report_step = re.search(r"^\s*(\d+)\s+1\s+report\b", steps, re.M).group(1)
+    forked = cli("-m", "agents.replay", str(out), "--fork", report_step, "--out", str(tmp_path / "whatif"),
+                 "--rounds", "2", "--method", "scalar", "--set", "learn.awr_steps=3")
+    assert forked.returncode == 0, forked.stdout[-2000:] + forked.stderr[-2000:]
+    assert 'method: "coda" → "scalar"' in forked.stdout and "learn.awr_steps: 5 → 3" in forked.stdout
+    assert "a resume runs rounds 2–2 (method scalar" in forked.stdout
+    whatif = json.loads((tmp_path / "whatif" / "config.json").read_text())
+    assert whatif["method"] == "scalar" and whatif["learn"]["awr_steps"] == 3 and whatif["rounds"] == 2
+    bad = cli("-m", "agents.replay", str(out), "--fork", report_step, "--out", str(tmp_path / "bad"),
+              "--set", "learn.nope=1")
+    assert bad.returncode == 2 and "no field 'nope'" in bad.stderr and not (tmp_path / "bad").exists()
     again = cli("-m", "agents.run", "--preset", "smoke", "--out", str(out))
     assert again.returncode == 2 and "--resume" in again.stderr  # never overwrites a run
     more = cli("-m", "agents.run", "--out", str(out), "--resume", "--rounds", "2", "--quiet")
