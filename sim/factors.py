@@ -92,6 +92,25 @@ class FactorDef(BaseModel):
             x = rng.uniform(lo, hi)
         return int(round(x)) if self.type == "int" else float(x)
 
+    def problem(self, value: Any) -> str | None:
+        """Why `value` cannot be this factor's value (None when it can): a choice outside the in-distribution
+        and unseen choices, or a number that is not a finite real (an int factor: not a whole number).
+        Numbers outside the OOD range are allowed: the validity checks judge the scene they make."""
+        if self.type == "choice":
+            known = self.choices + (self.ood_choices or ())
+            if value in known:
+                return None
+            ood = f"; unseen (OOD): {', '.join(map(repr, self.ood_choices))}" if self.ood_choices else ""
+            return (f"{self.name} = {value!r} is not one of its values (in distribution: "
+                    f"{', '.join(map(repr, self.choices))}{ood})")
+        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+            return f"{self.name} = {value!r} must be a number ({self.type}), e.g. {self.default!r}"
+        if not np.isfinite(value):
+            return f"{self.name} = {value!r} must be finite"
+        if self.type == "int" and float(value) != int(value):
+            return f"{self.name} = {value!r} must be a whole number"
+        return None
+
     def contains(self, value: Any, ood: bool = False) -> bool:
         if self.type == "choice":
             return value in (self.choices + (self.ood_choices or ()) if ood else self.choices)

@@ -82,7 +82,8 @@ class TaskFamily(ABC):
 
     @classmethod
     def flat(cls, factors: FactorValues) -> dict[str, Any]:
-        """Group-free view with defaults filled in; unknown names are an error."""
+        """Group-free view with defaults filled in; unknown names are an error (values as given: a
+        scene's stamped factors are read back with this; `check_factors` judges values)."""
         known = {f.name for f in cls.factors}
         vals = {f.name: f.default for f in cls.factors}
         for group, d in factors.items():
@@ -94,12 +95,31 @@ class TaskFamily(ABC):
                 vals[k] = v
         return vals
 
+    @classmethod
+    def check_factors(cls, factors: FactorValues) -> None:
+        """ValueError listing every problem of `factors` as scene-builder input: a known factor under
+        another group, a choice that is not one of its values, a number that is not a finite real (unknown
+        names: KeyError, from `flat`). Numbers outside the OOD range pass: validity judges the scene."""
+        cls.flat(factors)
+        known = {f.name: f for f in cls.factors}
+        problems = []
+        for group, d in factors.items():
+            for k, v in d.items():
+                f = known[k]
+                if group != f.group:
+                    problems.append(f"{k} belongs to group {f.group!r}, not {group!r}")
+                elif (why := f.problem(v)) is not None:
+                    problems.append(why)
+        if problems:
+            raise ValueError(f"{cls.name}: bad factor values: " + "; ".join(problems))
+
     # ---- scenes ------------------------------------------------------------------------------------
     @classmethod
     def make_scene(cls, factors: FactorValues, seed: int = 0) -> SceneSpec:
         """Deterministic: the same factors and seed give the same scene. The scene builder's own
         `generate` (trusted, hand-written text; LLM-written programs run only in the sandbox), stamped
         with the seed and the factor values as given."""
+        cls.check_factors(factors)
         spec = cls.builder.generate(np.random.default_rng(seed), **cls.flat(factors))
         return SceneSpec.model_validate({**dict(spec), "seed": seed, "factors": factors})
 

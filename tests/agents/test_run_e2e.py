@@ -32,7 +32,7 @@ def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 @pytest.mark.integration
 def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
-    out = tmp_path / "smoke"
+    out = tmp_path / "runs" / "smoke"
     done = cli("-m", "agents.run", "--preset", "smoke", "--llm", "rules", "--rounds", "1", "--out", str(out))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for name in ("config.json", "metrics.jsonl", "report.html", "trace.sqlite", "memory/chroma.sqlite3",
@@ -73,6 +73,13 @@ def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
     bad = cli("-m", "agents.replay", str(out), "--fork", report_step, "--out", str(tmp_path / "bad"),
               "--set", "learn.nope=1")
     assert bad.returncode == 2 and "no field 'nope'" in bad.stderr and not (tmp_path / "bad").exists()
+    readme = (ROOT / "README.md").read_text()
+    example = readme.split("<!-- library-example -->\n```python\n")[1].split("```")[0]
+    ran = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300, env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home()),
+                                           "PYTHONPATH": str(ROOT)})
+    assert ran.returncode == 0, ran.stderr[-3000:]  # the README's library example, as written
+    assert re.fullmatch(r"(True|False) .*\n(True|False) \w+\n", ran.stdout, re.S), ran.stdout
     again = cli("-m", "agents.run", "--preset", "smoke", "--out", str(out))
     assert again.returncode == 2 and "--resume" in again.stderr  # never overwrites a run
     more = cli("-m", "agents.run", "--out", str(out), "--resume", "--rounds", "2", "--quiet")

@@ -126,3 +126,19 @@ def test_copied_fixture_constants_match_the_simulator():
     cab = DEFAULTS["cabinet"]
     assert (cab["depth"], cab["travel"], cab["wall"]) == (put.CAB_DEPTH, put.CAB_TRAVEL, put.CAB_WALL)
     assert DEFAULTS["bin"]["wall"] == put.BIN_WALL
+
+
+def test_bad_factor_input_is_refused_with_every_problem_named():
+    fam = get_family("pick_place")
+    with pytest.raises(ValueError) as e:
+        fam.make_scene({"spatial": {"obj_x": "abc"}, "attribute": {"color": "magenta", "size": float("nan"),
+                                                                    "obj_y": 0.0}})
+    msg = str(e.value)
+    assert "obj_x = 'abc' must be a number (float)" in msg
+    assert "color = 'magenta' is not one of its values" in msg
+    assert "size = nan must be finite" in msg and "obj_y belongs to group 'spatial', not 'attribute'" in msg
+    with pytest.raises(KeyError, match="unknown factor 'obj_xx'"):
+        fam.make_scene({"spatial": {"obj_xx": 0.1}})
+    far = fam.make_scene({"spatial": {"obj_x": 5.0}})  # outside the OOD range: allowed, validity judges it
+    assert far.factors["spatial"]["obj_x"] == 5.0
+
