@@ -57,6 +57,9 @@ class RoundState(TypedDict, total=False):
     programs: list[str]  # program files written this round
     compiled: list[dict[str, Any]]  # per (mode, family) compiled this round: agreement, writer errors, files
     train_metrics: dict[str, Any]  # numbers from the round's policy update
+    # family → expert demonstrations trained on in earlier rounds (the bootstrap's included; relative .npz):
+    # what `learn.replay` adds to each round's update
+    demo_history: dict[str, list[str]]
     measured: dict[str, Any]  # success before/after per arm, held-out ID/OOD success per family
     metrics: dict[str, Any]  # the last finished round's summary row (also in metrics.jsonl)
     cost: dict[str, dict[str, float]]  # node → cost of this round (seconds, LLM calls, tokens, sim steps)
@@ -80,4 +83,5 @@ def initial_state(rounds: int) -> RoundState:
     """What a fresh run starts from."""
     return RoundState(rounds=rounds, node="", round=0, policy="", slots=[], rollouts=[], rollout_failures=0,
                       diagnoses=[], critic_failures=[], unusable_answers={}, modes=[], mode_programs={},
-                      programs=[], compiled=[], train_metrics={}, measured={}, metrics={}, cost={})
+                      programs=[], compiled=[], train_metrics={}, demo_history={}, measured={}, metrics={},
+                      cost={})

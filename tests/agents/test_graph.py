@@ -181,3 +181,27 @@ def test_diagnosis_driven_methods_explore_past_the_training_ranges(deps_for, met
         assert set(f.choices) <= set(ref.ood_choices or ref.choices)
     else:
         assert f.range[1] <= ref.range[0] or f.range[0] >= ref.range[1]  # outside the ID range
+
+
+@pytest.mark.parametrize("method", ["sft", "scalar"])
+def test_replay_trains_each_round_on_every_demo_so_far(deps_for, method: str) -> None:
+    import dataclasses
+
+    trainer = FakeTrainer(ALWAYS_FAILS)
+    plain = deps_for(method, trainer=trainer, rounds=2)
+    final = run_graph(plain)
+    boot = next(n for kind, n in trainer.calls if kind == "bootstrap")
+    hist = final["demo_history"]["pick_place"]  # kept whether or not replay is on
+    n2 = sum(len(s["demos"]) for s in final["slots"])
+    n1 = len(hist) - boot - n2
+    assert n1 > 0 and n2 > 0 and len(set(hist)) == len(hist)
+    plain_calls = [n for kind, n in trainer.calls if kind != "bootstrap"]
+    replayed = FakeTrainer(ALWAYS_FAILS)
+    cfg = dataclasses.replace(plain.config, learn=dataclasses.replace(plain.config.learn, replay=True))
+    with open_deps(cfg, plain.run.root.parent / f"{method}_replay", trainer=replayed,
+                   agents=ScriptedAgents()) as deps:
+        again = run_graph(deps)
+    got = [n for kind, n in replayed.calls if kind != "bootstrap"]
+    # the same scenes and rollouts; round 1 adds the bootstrap's demos, round 2 those and round 1's
+    assert [g - p for g, p in zip(got, plain_calls, strict=True)] == [boot, boot + n1]
+    assert again["demo_history"] == final["demo_history"]  # relative paths: the same files in each run

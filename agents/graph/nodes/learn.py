@@ -68,7 +68,7 @@ def heldout(deps: Deps, policy: str, round_no: int) -> dict[str, dict[str, float
 def bootstrap(state: RoundState, deps: Deps) -> dict[str, Any]:
     """Round 0: write the seed programs, collect seed demonstrations, make the starting policy."""
     cfg = deps.config
-    programs, demos = [], []
+    programs, demos, history = [], [], {}
     for family in cfg.families:
         gen, train = seed_programs(deps, family)
         programs += [gen, train]
@@ -76,7 +76,8 @@ def bootstrap(state: RoundState, deps: Deps) -> dict[str, Any]:
                               round_no=0, tag="seed", attempt=0)
         tick = deps.reporter.progress(f"seed demos: {family}", len(got.scenes))
         rows = validate_scenes(deps, got.scenes, round_no=0, tick=tick)
-        demos += [r["demo"] for r in rows if r.get("ok")][: cfg.seed_demos]
+        history[family] = [r["demo"] for r in rows if r.get("ok")][: cfg.seed_demos]
+        demos += history[family]
     if not demos:
         raise RuntimeError("no seed demonstration succeeded: the seed programs or the simulator are broken")
     out = deps.run.policy(0)
@@ -88,7 +89,8 @@ def bootstrap(state: RoundState, deps: Deps) -> dict[str, Any]:
         info = _record(deps, 0, {"update": "sft" if cfg.method_config.bootstrap_sft else "none", **made})
     policy = deps.run.rel(out)
     return {"round": 0, "policy": policy, "programs": programs, "train_metrics": info,
-            "measured": {"arms": [], "eval": heldout(deps, policy, 0), "demos": len(demos)}}
+            "demo_history": history, "measured": {"arms": [], "eval": heldout(deps, policy, 0),
+                                                  "demos": len(demos)}}
 
 
 def _aw_groups(deps: Deps, state: RoundState) -> list[tuple[Any, list[Path]]]:
@@ -100,7 +102,18 @@ def _aw_groups(deps: Deps, state: RoundState) -> list[tuple[Any, list[Path]]]:
         groups[tp] += [deps.run.abs(by_scene[scene_id(s)].path) for s in slot["accepted"]
                        if scene_id(s) in by_scene]
         groups[tp] += [deps.run.abs(d) for d in slot["demos"]]
+    if deps.config.learn.replay:  # earlier rounds' demos, shaped by their family's seed training program
+        for family, demos in state.get("demo_history", {}).items():
+            groups[seed_programs(deps, family)[1]] += [deps.run.abs(d) for d in demos]
     return [(load_program(deps, tp), eps) for tp, eps in groups.items() if eps]
+
+
+def _history(state: RoundState) -> dict[str, list[str]]:
+    """The demonstration history after this round: the earlier rounds' and this round's."""
+    out = {f: list(v) for f, v in state.get("demo_history", {}).items()}
+    for slot in state["slots"]:
+        out.setdefault(slot["family"], []).extend(d for d in slot["demos"] if d not in out[slot["family"]])
+    return out
 
 
 def train(state: RoundState, deps: Deps) -> dict[str, Any]:
@@ -110,6 +123,8 @@ def train(state: RoundState, deps: Deps) -> dict[str, Any]:
     info = _finished(deps, r)
     if info is None:
         demos = [deps.run.abs(d) for s in state["slots"] for d in s["demos"]]
+        if deps.config.learn.replay:
+            demos += [deps.run.abs(d) for ds in state.get("demo_history", {}).values() for d in ds]
         if method.update == "none" or (method.update == "sft" and not demos):
             shutil.copyfile(src, out)
             made: dict[str, Any] = {"skipped": "no update" if method.update == "none" else "no demos"}
@@ -119,7 +134,7 @@ def train(state: RoundState, deps: Deps) -> dict[str, Any]:
             made = deps.trainer.aw_update(src, _aw_groups(deps, state), out, shaping=method.shaping,
                                           seed=stable_seed(deps.config.seed, r, "train"))
         info = _record(deps, r, {"update": method.update, **made})
-    return {"policy": deps.run.rel(out), "train_metrics": info}
+    return {"policy": deps.run.rel(out), "train_metrics": info, "demo_history": _history(state)}
 
 
 def measure(state: RoundState, deps: Deps) -> dict[str, Any]:
