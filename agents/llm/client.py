@@ -198,10 +198,10 @@ class PromptedLLM:
 
 
 def call_texts(request: Request, completion: Completion | None) -> dict[str, str]:
-    """What a person reads of one call: the rendered prompt (system, user, attached images by hash) and the
-    answer as returned (tool-call arguments for structured calls)."""
+    """What a person reads of one call, and what a benchmark replays: the system and user messages as sent
+    (attached images by hash) and the answer as returned (tool-call arguments for structured calls)."""
     images = "".join(f"\n[image sha256 {sha256_hex(b)[:16]}]" for b in request.images)
-    out = {"prompt": f"[system]\n{request.system}\n\n[user]\n{request.user}{images}"}
+    out = {"system": request.system, "user": request.user + images}
     if completion is not None:
         out["answer"] = completion.text
     return out

@@ -92,7 +92,8 @@ class RulesLLM:
              error: str | None, answer: BaseModel | None = None) -> None:
         if self.call_log is None:
             return
-        texts = {"prompt": json.dumps(dict(variables), indent=1, sort_keys=True, default=str)}
+        # no prompt is rendered: the rule reads the variables
+        texts = {"variables": json.dumps(dict(variables), indent=1, sort_keys=True, default=str)}
         if answer is not None:
             texts["answer"] = answer.model_dump_json(indent=1)
         self.call_log.append(CallRecord(

@@ -21,7 +21,7 @@ from agents.llm.base import CallRecord, Completion, sha256_hex
 
 class CallLog:
     """Appends `CallRecord`s as JSON lines to `path`; `read()` returns them as dicts. The texts of a call
-    (the rendered prompt, the answer) are stored beside it, content-addressed —
+    (its system and user messages, the answer) are stored beside it, content-addressed —
     `<dir>/llm_texts/<sha256[:16]>.txt`, written once however many calls share them — and the row keeps
     their hashes under `texts`; `text(sha)` reads one back."""
 
@@ -42,7 +42,7 @@ class CallLog:
         return sha
 
     def append(self, record: CallRecord, texts: Mapping[str, str] | None = None) -> None:
-        """Write one record (with a wall-clock timestamp) and its texts (e.g. prompt, answer)."""
+        """Write one record (with a wall-clock timestamp) and its texts (e.g. system, user, answer)."""
         row = {"time": round(time.time(), 3), **dataclasses.asdict(record)}
         if texts:
             row["texts"] = {k: self._store(v) for k, v in texts.items()}

@@ -110,11 +110,10 @@ def test_every_call_is_logged_and_a_repeat_is_a_cache_hit(backend, tmp_path: Pat
         assert r["ok"] and r["latency_s"] >= 0
         assert r["tokens_in"] > 0 and r["tokens_out"] > 0
     assert rows[0]["prompt_hash"] == rows[1]["prompt_hash"]
-    # the prompt and answer a person reads in `agents.replay --show`, stored once for both calls
-    assert rows[0]["texts"] == rows[1]["texts"] and len(list(log.texts_dir.glob("*.txt"))) == 2
-    prompt, answer = log.text(rows[0]["texts"]["prompt"]), log.text(rows[0]["texts"]["answer"])
-    assert prompt.startswith("[system]\n") and "[user]\n" in prompt
-    assert DIAGNOSE.variables["summary"][:40] in prompt
+    # the messages and answer a person reads in `agents.replay --show`, stored once for both calls
+    assert rows[0]["texts"] == rows[1]["texts"] and len(list(log.texts_dir.glob("*.txt"))) == 3
+    user, answer = log.text(rows[0]["texts"]["user"]), log.text(rows[0]["texts"]["answer"])
+    assert log.text(rows[0]["texts"]["system"]).strip() and DIAGNOSE.variables["summary"][:40] in user
     assert type(first).model_validate(json.loads(answer)) == first  # the tool-call arguments as returned
 
 
