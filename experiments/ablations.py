@@ -37,8 +37,10 @@ from experiments.table1 import (
     TABLES,
     TablePreset,
     _change,
+    _rows,
     cell_arguments,
     checked_cells,
+    compiled_programs,
     load_bootstraps,
     provenance,
     run_cells,
@@ -204,9 +206,14 @@ def share_table1_cells(results: Path, preset: TablePreset, methods: Sequence[str
             dst = results / preset.table / f"{m}_seed{seed}.json"
             if dst.exists() or not src.exists():
                 continue
-            if Path(json.loads(src.read_text())["run_dir"]).resolve() == (out / f"{m}_seed{seed}").resolve():
+            rec = json.loads(src.read_text())
+            run = out / f"{m}_seed{seed}"
+            if Path(rec["run_dir"]).resolve() == run.resolve():
+                # a record written before these fields existed: read them from the cell's own run
+                rec.setdefault("compiled", compiled_programs(_rows(run)))
+                rec.setdefault("shaping", METHODS.get(m).shaping)
                 dst.parent.mkdir(parents=True, exist_ok=True)
-                dst.write_text(src.read_text())
+                dst.write_text(json.dumps(rec, indent=1) + "\n")
                 copied.append(dst)
     return copied
 

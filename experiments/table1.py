@@ -241,6 +241,14 @@ def _memory_row(row: dict[str, Any]) -> dict[str, Any]:
             "arms": row.get("generation", {}).get("arms", [])}
 
 
+def compiled_programs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The training programs a run compiled from validated modes, with their agreement with the round's
+    expert demos (and after refinement), from its metrics rows."""
+    keep = ("family", "mode", "agreement", "agreement_refined", "fallback")
+    return [{"round": r["round"], **{k: c[k] for k in keep if k in c}}
+            for r in rows if r["round"] > 0 for c in (r.get("critic") or {}).get("compiled", [])]
+
+
 def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float, boot_hash: str | None,
                 preset_name: str) -> dict[str, Any]:
     rows = _rows(run)
@@ -262,9 +270,7 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
         # memory and the critic per round (diagnosis-driven methods): what the memory plot reads
         "memory_per_round": {r["round"]: _memory_row(r) for r in rows if r["round"] > 0},
         # training programs compiled from validated modes: agreement with the round's expert demos
-        "compiled": [{"round": r["round"], **{k: c[k] for k in ("family", "mode", "agreement",
-                                                                  "agreement_refined", "fallback") if k in c}}
-                     for r in rows if r["round"] > 0 for c in (r.get("critic") or {}).get("compiled", [])],
+        "compiled": compiled_programs(rows),
         "shaping": cfg.method_config.shaping if cfg.method_config.update == "aw" else None,
         "integrity": integrity(cfg, rows),
         "bootstrap_sha256": sha256(policy0) if policy0.exists() else None,

@@ -107,10 +107,17 @@ def test_a_shared_cell_keeps_table1s_record(tmp_path: Path):
     (results / "table1" / "coda_seed0.json").write_text(json.dumps(rec))
     other = {**rec, "seed": 1, "run_dir": str(tmp_path / "elsewhere" / "coda_seed1")}
     (results / "table1" / "coda_seed1.json").write_text(json.dumps(other))
+    (out / "coda_seed0").mkdir(parents=True)
+    row = {"round": 1, "critic": {"compiled": [{"family": "pick_place", "mode": "m", "agreement": 0.7}]}}
+    lines = [json.dumps({"round": 0}), json.dumps(row)]
+    (out / "coda_seed0" / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     got = ablations.share_table1_cells(results, ablations.ABLATIONS.get("default"), ["coda", "coda_sparse"],
                                        [0, 1], out)
     assert got == [results / "ablations" / "coda_seed0.json"]  # seed 1's run is another directory
-    assert json.loads(got[0].read_text())["code_commit"] == "then"
+    shared = json.loads(got[0].read_text())
+    assert shared["code_commit"] == "then" and shared["shaping"] == "text2potential"
+    # an older record without the compiled programs gets them from the cell's own run
+    assert shared["compiled"] == [{"round": 1, "family": "pick_place", "mode": "m", "agreement": 0.7}]
 
 
 def test_cli_rejects_rows_that_are_not_ablations(capsys: pytest.CaptureFixture[str]):
