@@ -36,12 +36,15 @@ from experiments.table1 import (
     ROOT,
     TABLES,
     TablePreset,
-    _change,
-    _rows,
     cell_arguments,
+    change_vs_bootstrap,
     checked_cells,
     compiled_programs,
+    delta,
     load_bootstraps,
+    mean_se,
+    metrics_rows,
+    ms,
     provenance,
     run_cells,
 )
@@ -64,15 +67,6 @@ ABLATIONS: Registry[TablePreset] = Registry("ablation preset")
 ABLATIONS.register("smoke", dataclasses.replace(TABLES.get("smoke"), table="ablations_smoke",
                                                 label="table1_smoke"))
 ABLATIONS.register("default", dataclasses.replace(TABLES.get("default"), table="ablations", label="table1"))
-
-
-def _mean_se(xs: Sequence[float]) -> dict[str, float] | None:
-    if not xs:
-        return None
-    n = len(xs)
-    mean = sum(xs) / n
-    se = (sum((x - mean) ** 2 for x in xs) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else 0.0
-    return {"mean": round(mean, 2), "se": round(se, 2)}
 
 
 def _avg(d: dict[str, float], fams: Sequence[str]) -> float:
@@ -100,7 +94,7 @@ def paired_difference(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], 
     seed share their bootstrap, so the difference is paired by seed)."""
     by_seed = {c["seed"]: c for c in b}
     diffs = [_avg(c["ood"], fams) - _avg(by_seed[c["seed"]]["ood"], fams) for c in a if c["seed"] in by_seed]
-    out = _mean_se(diffs)
+    out = mean_se(diffs)
     return None if out is None else {**out, "seeds": len(diffs)}
 
 
@@ -122,11 +116,11 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str, reach: float = 
         agree = [a for c in cs for a in _agreement(c)]
         methods[m] = {
             "label": ROW_LABELS.get(m, m), "shaping": cs[0].get("shaping"),
-            "avg_ood": _mean_se([_avg(c["ood"], fams) for c in cs]),
-            "multi_stage_ood": _mean_se([_avg(c["ood"], multi) for c in cs]),
-            "ood": {f: _mean_se([c["ood"][f] for c in cs]) for f in fams},
-            "id": _mean_se([_avg(c["id"], fams) for c in cs]),
-            "id_change": _change(cs, bootstraps or {}, "id"),
+            "avg_ood": mean_se([_avg(c["ood"], fams) for c in cs]),
+            "multi_stage_ood": mean_se([_avg(c["ood"], multi) for c in cs]),
+            "ood": {f: mean_se([c["ood"][f] for c in cs]) for f in fams},
+            "id": mean_se([_avg(c["id"], fams) for c in cs]),
+            "id_change": change_vs_bootstrap(cs, bootstraps or {}, "id"),
             "reach_rounds": [first_round_reaching(c, multi, reach) for c in cs],
             "agreement": round(sum(agree) / len(agree), 3) if agree else None,
             "programs": len(agree), "cells": len(cs), "seeds": [c["seed"] for c in cs],
@@ -140,9 +134,6 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str, reach: float = 
 
 
 def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
-    def ms(x: dict[str, float] | None) -> str:
-        return "–" if x is None else f"{x['mean']:.1f} ± {x['se']:.1f}"
-
     def reach(rounds: list[int | None]) -> str:
         hit = sorted(r for r in rounds if r is not None)
         if not hit:
@@ -150,9 +141,6 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
         return f"round {hit[len(hit) // 2]} (median of {len(hit)}/{len(rounds)} that reached it)"
 
     fams = next(iter(table["methods"].values()))["ood"].keys() if table["methods"] else []
-    def delta(x: dict[str, float] | None) -> str:
-        return "–" if x is None else f"{x['mean']:+.1f} ± {x['se']:.1f}"
-
     head = ["training signal", "method", "OOD multi-stage", *[f"OOD {f}" for f in fams], "avg OOD", "ID",
             "ID Δ vs bootstrap",
             f"updates to {table['reach_pct']:g} % multi-stage OOD", "agreement (programs)", "cells"]
@@ -196,10 +184,12 @@ def write_table(results: Path, preset: TablePreset, preset_name: str, command: s
 
 def share_table1_cells(results: Path, preset: TablePreset, methods: Sequence[str], seeds: Sequence[int],
                        out: Path) -> list[Path]:
-    """Copy Table 1's record of a cell these rows share (the same run directory: `coda` in the default
-    preset), so the row carries the record — and the commit — the cell was computed with."""
-    table1 = TABLES.get("default" if preset.table == "ablations" else "smoke").table
-    copied = []
+    """Copy the record of a cell these rows share with the table whose label the preset carries (the same
+    run directory: Table 1's `coda`), so the row carries the record — and the commit — the cell was
+    computed with."""
+    if preset.label is None:
+        return []
+    table1, copied = preset.label, []
     for m in methods:
         for seed in seeds:
             src = results / table1 / f"{m}_seed{seed}.json"
@@ -210,7 +200,7 @@ def share_table1_cells(results: Path, preset: TablePreset, methods: Sequence[str
             run = out / f"{m}_seed{seed}"
             if Path(rec["run_dir"]).resolve() == run.resolve():
                 # a record written before these fields existed: read them from the cell's own run
-                rec.setdefault("compiled", compiled_programs(_rows(run)))
+                rec.setdefault("compiled", compiled_programs(metrics_rows(run)))
                 rec.setdefault("shaping", METHODS.get(m).shaping)
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 dst.write_text(json.dumps(rec, indent=1) + "\n")

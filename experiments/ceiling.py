@@ -38,9 +38,9 @@ from experiments import suites as frozen
 from experiments.table1 import (
     ROOT,
     TABLES,
-    _mean_se,
     cell_config,
     evaluate,
+    mean_se,
     provenance,
     sha256,
     shared_bootstrap,
@@ -141,7 +141,7 @@ def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
 
     for source, budget, replay in rows:
         cs = [c for c in cells if (c["source"], c["budget"], c["replay"]) == (source, budget, replay)]
-        vals = {s: _mean_se([avg(c, s) for c in cs]) for s in frozen.SPLITS}
+        vals = {s: mean_se([avg(c, s) for c in cs]) for s in frozen.SPLITS}
         shown = [f"{vals[s]['mean']:.1f} ± {vals[s]['se']:.1f}" for s in ("ood", "id", "ood_single",
                                                                           "instruction")]
         seeds = sorted(c["seed"] for c in cs)

@@ -92,7 +92,7 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _rows(run: Path) -> list[dict[str, Any]]:
+def metrics_rows(run: Path) -> list[dict[str, Any]]:
     path = run / "metrics.jsonl"
     if not path.exists():
         return []
@@ -112,7 +112,7 @@ def _agents_run(args: list[str], log: Path) -> None:
 
 def run_cell(cfg: RunConfig, run: Path) -> None:
     """Start or continue the cell's run until it has every round."""
-    if len(_rows(run)) >= cfg.rounds + 1:
+    if len(metrics_rows(run)) >= cfg.rounds + 1:
         return
     run.mkdir(parents=True, exist_ok=True)
     if (run / "trace.sqlite").exists():
@@ -212,8 +212,8 @@ def bootstrap_record(preset: TablePreset, seed: int, critic: str, workers: int, 
 
 
 def load_bootstraps(results: Path, table: str) -> dict[int, dict[str, Any]]:
-    return {json.loads(p.read_text())["seed"]: json.loads(p.read_text())
-            for p in sorted((results / table / "bootstrap").glob("seed*.json"))}
+    recs = [json.loads(p.read_text()) for p in sorted((results / table / "bootstrap").glob("seed*.json"))]
+    return {r["seed"]: r for r in recs}
 
 
 # ---- one cell's record ------------------------------------------------------------------------------------
@@ -251,7 +251,7 @@ def compiled_programs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float, boot_hash: str | None,
                 preset_name: str) -> dict[str, Any]:
-    rows = _rows(run)
+    rows = metrics_rows(run)
     final = evals[f"round_{cfg.rounds:02d}"]
     own = [r.get("held_after") for r in rows if r["round"] > 0 and r.get("held_after") is not None]
     accepted = {r["round"]: r.get("generation", {}).get("accepted", {}) for r in rows if r["round"] > 0}
@@ -280,7 +280,10 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
 
 
 # ---- the table --------------------------------------------------------------------------------------------
-def _mean_se(xs: Sequence[float]) -> dict[str, float]:
+def mean_se(xs: Sequence[float]) -> dict[str, float] | None:
+    """`{"mean", "se"}` of `xs` (standard error over them), rounded; None for no values."""
+    if not xs:
+        return None
     n = len(xs)
     mean = sum(xs) / n
     se = (sum((x - mean) ** 2 for x in xs) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else 0.0
@@ -300,7 +303,7 @@ def mode_budget_share(cell: dict[str, Any]) -> float | None:
     return 100.0 * on_modes / total if total else None
 
 
-def _change(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]], split: str
+def change_vs_bootstrap(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]], split: str
             ) -> dict[str, float] | None:
     """Mean ± SE over cells of (final − shared bootstrap) success on `split`, averaged over families;
     only cells that started from the recorded bootstrap of their seed."""
@@ -311,7 +314,7 @@ def _change(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]], s
             continue
         fams = c["families"]
         diffs.append(sum(c[split][f] - b[split][f] for f in fams) / len(fams))
-    return _mean_se(diffs) if diffs else None
+    return mean_se(diffs)
 
 
 def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
@@ -330,12 +333,12 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
         cs = sorted(by_method[m], key=lambda c: c["seed"])
         fams = cs[0]["families"]
         entry: dict[str, Any] = {
-            "avg_ood": _mean_se([sum(c["ood"].values()) / len(c["ood"]) for c in cs]),
-            "in": _mean_se([c["in"] for c in cs if c["in"] is not None]) if any(
+            "avg_ood": mean_se([sum(c["ood"].values()) / len(c["ood"]) for c in cs]),
+            "in": mean_se([c["in"] for c in cs if c["in"] is not None]) if any(
                 c["in"] is not None for c in cs) else None,
         }
         for split in ("ood", "ood_single", "instruction", "id"):
-            entry[split] = {f: _mean_se([c[split][f] for c in cs]) for f in fams}
+            entry[split] = {f: mean_se([c[split][f] for c in cs]) for f in fams}
         entry["cells"] = len(cs)
         entry["seeds"] = [c["seed"] for c in cs]
         entry["flagged_cells"] = sum(c["integrity"]["flagged"] for c in cs)
@@ -343,9 +346,9 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
         entry["wall_s"] = round(sum(c["wall_s"] for c in cs), 1)
         entry["critic"] = cs[0]["critic"]
         shares = [x for x in map(mode_budget_share, cs) if x is not None]
-        entry["mode_budget_pct"] = _mean_se(shares) if shares and cs[0]["critic"] else None
-        entry["id_change"] = _change(cs, boots, "id")
-        entry["ood_change"] = _change(cs, boots, "ood")
+        entry["mode_budget_pct"] = mean_se(shares) if cs[0]["critic"] else None
+        entry["id_change"] = change_vs_bootstrap(cs, boots, "id")
+        entry["ood_change"] = change_vs_bootstrap(cs, boots, "ood")
         methods[m] = entry
     budgets = {json.dumps(c["accepted_per_round"], sort_keys=True) for c in cells
                if c["method"] != "zero_shot"}
@@ -353,23 +356,27 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
             "equal_budget": len(budgets) <= 1}
 
 
+def ms(x: dict[str, float] | None) -> str:
+    """A `mean_se` cell of a Markdown table."""
+    return "–" if x is None else f"{x['mean']:.1f} ± {x['se']:.1f}"
+
+
+def delta(x: dict[str, float] | None) -> str:
+    """A signed `mean_se` cell (a change)."""
+    return "–" if x is None else f"{x['mean']:+.1f} ± {x['se']:.1f}"
+
+
 def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
     """The table as Markdown, with the command and provenance."""
     fams = next(iter(table["methods"].values()))["ood"].keys() if table["methods"] else []
-
-    def ms(x: dict[str, float] | None) -> str:
-        return "–" if x is None else f"{x['mean']:.1f} ± {x['se']:.1f}"
-
-    def delta(x: dict[str, float] | None) -> str:
-        return "–" if x is None else f"{x['mean']:+.1f} ± {x['se']:.1f}"
 
     head = ["method", *[f"OOD {f}" for f in fams], "avg OOD", "In", "ID", "OOD-single", "instruction",
             "ID Δ vs bootstrap", "OOD Δ vs bootstrap", "budget on modes %", "cells"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m, e in table["methods"].items():
-        single = _mean_se([v["mean"] for v in e["ood_single"].values()])
-        instr = _mean_se([v["mean"] for v in e["instruction"].values()])
-        ident = _mean_se([v["mean"] for v in e["id"].values()])
+        single = mean_se([v["mean"] for v in e["ood_single"].values()])
+        instr = mean_se([v["mean"] for v in e["instruction"].values()])
+        ident = mean_se([v["mean"] for v in e["id"].values()])
         flag = f" ⚠ {e['flagged_cells']} flagged" if e["flagged_cells"] else ""
         lines.append("| " + " | ".join([m, *[ms(e["ood"][f]) for f in fams], ms(e["avg_ood"]), ms(e["in"]),
                                         f"{ident['mean']:.1f}", f"{single['mean']:.1f}",

@@ -19,6 +19,7 @@ import base64
 import html
 import io
 import json
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -159,12 +160,14 @@ def keyframe_strip(run: RunDir, rec: dict[str, Any], render: bool) -> str:
     folder = run.abs(rec["_file"]).with_name(Path(rec["_file"]).stem + "_frames")
     pngs = sorted(folder.glob("*.png")) if folder.exists() else []
     if not pngs and render:
+        # what a render is expected to meet — no GL stack (RenderError), a missing or unreadable episode, a
+        # replay that diverged — is shown on the page; anything else is a bug and stops the run
         try:
             from sim.render import save_keyframes
 
             save_keyframes(Episode.load(run.abs(rec["episode"])), folder, size=128)
             pngs = sorted(folder.glob("*.png"))
-        except Exception as e:  # noqa: BLE001 - shown on the page: a missing GL stack must not stop the run
+        except (OSError, RuntimeError, ValueError, zipfile.BadZipFile) as e:
             why = html.escape(f"{type(e).__name__}: {e}")
             return f'<span class="small">keyframes not rendered: {why}</span>'
     if not pngs:

@@ -110,10 +110,10 @@ def _aw_groups(deps: Deps, state: RoundState) -> list[tuple[Any, list[Path]]]:
 
 def _history(state: RoundState) -> dict[str, list[str]]:
     """The demonstration history after this round: the earlier rounds' and this round's."""
-    out = {f: list(v) for f, v in state.get("demo_history", {}).items()}
+    out = {f: dict.fromkeys(v) for f, v in state.get("demo_history", {}).items()}
     for slot in state["slots"]:
-        out.setdefault(slot["family"], []).extend(d for d in slot["demos"] if d not in out[slot["family"]])
-    return out
+        out.setdefault(slot["family"], {}).update(dict.fromkeys(slot["demos"]))
+    return {f: list(v) for f, v in out.items()}
 
 
 def train(state: RoundState, deps: Deps) -> dict[str, Any]:
