@@ -103,8 +103,9 @@ class LearnConfig:
     # train each round on every expert demonstration so far (the bootstrap's and earlier rounds', beside the
     # round's own; in the advantage-weighted update, shaped by their family's seed training program)
     # instead of the round's alone. Fine-tuning on a round's few demonstrations alone forgets: with the
-    # same scenes, replay kept held-out ID success 77.5 % against 62.5-70 % (experiments.ceiling, FINDINGS #5)
-    replay: bool = False
+    # same scenes, replay kept held-out ID success 77.5 % against 43.8-68.8 % (experiments.ceiling,
+    # FINDINGS #5). Every method trains this way; False is the earlier round-only update
+    replay: bool = True
     # a checkpoint to start from instead of a fresh network (the "pretrained" policy of zero-shot)
     init_policy: str | None = None
 
@@ -255,8 +256,17 @@ class RunConfig:
     llm_base_url: str = ""
     # domain randomization: widen each numeric in-distribution range by this fraction of its width per side
     dr_widen: float = 0.5
-    # uniform/scalar variants: new single-factor variants proposed per family per round
+    # uniform/scalar variants: new variants proposed per family per round
     variants: int = 2
+    # factors every variant moves past its training range at once (uniform, scalar, and the exploration
+    # arms of the diagnosis-driven methods draw them alike). 1 is DESIGN §5's single-factor variant; the
+    # OOD a policy meets moves many factors together, and a policy trained on one moved factor at a time
+    # does not reach it (FINDINGS #5)
+    variant_factors: int = 1
+    # CoDA: lead a family's arms with the composite of its stored difficulty modes (every mode's edits in
+    # one generation program) once two modes have programs; memory is what holds modes found in different
+    # rounds and families, so only it can compose them
+    compose: bool = True
     # learning-progress allocation
     allocation: AllocationConfig = field(default_factory=AllocationConfig)
     # training
@@ -286,6 +296,9 @@ class RunConfig:
         if self.workers < 0 or self.sandbox_workers < 1:
             raise ValueError(f"need workers >= 0 (0 runs episodes in this process) and sandbox_workers >= 1, "
                              f"got {self.workers} and {self.sandbox_workers}")
+        if self.variant_factors < 1:
+            raise ValueError(f"need variant_factors >= 1 (the factors a variant moves), got "
+                             f"{self.variant_factors}")
         if self.max_retries < 0 or self.oversample < 1.0:
             raise ValueError("need max_retries >= 0 and oversample >= 1")
         if not 0.0 < self.verify_alpha < 1.0:

@@ -69,3 +69,48 @@ def test_a_choice_mode_reaches_another_family_only_with_a_value_it_can_take():
     position = DifficultyMode(id="obj_x_approach", description="far objects", factor_group="spatial",
                               factor="obj_x", phase="approach", side="high", families=("pick_place",))
     assert _carries(position, lib["stack_insert"][0])  # obj_x → piece_x, by meaning
+
+
+def _stored_mode(deps, family: str, factor: str, value, side: str, phase: str = "approach"):
+    d = Diagnosis(episode_id=f"e_{factor}", factor_group="spatial", factor=factor, phase=phase, side=side,
+                  edit={factor: value}, explanation=f"{factor} is hard")
+    v = Verdict(diagnosis_id=d.id, status="validated", targeted_failure_rate=0.9, control_failure_rate=0.1,
+                statistic=0.8, p_value=0.01, n=12)
+    mode = deps.memory.add_validated(d, v, family, round_no=0)
+    gen = edit(seed_generation(family), factor, value, mode_id=mode.id)
+    gen_rel, train_rel = save_program(deps, gen, 0), save_program(deps, seed_training(family), 0)
+    deps.memory.add_programs(mode.id, gen.id, seed_training(family).id, family,
+                             (gen_rel[:-5] + ".py", train_rel[:-5] + ".py"), round_no=0)
+    return mode
+
+
+@pytest.mark.parametrize("compose", [True, False])
+def test_memory_composes_modes_from_two_families_into_one_program(tmp_path: Path, compose: bool):
+    """Two stored modes reach pick-place — its own `obj_yaw` and stack/insert's `piece_x` (pick-place's
+    `obj_x` by meaning) — and CoDA's round leads with one program that holds both difficulties."""
+    cfg = config("coda", families=("pick_place",), max_arms=3, budget=3, compose=compose)
+    with open_deps(cfg, tmp_path / "run", trainer=FakeTrainer(-1.0), agents=ScriptedAgents()) as deps:
+        yaw = _stored_mode(deps, "pick_place", "obj_yaw", (-1.5, -1.05), "low")
+        far = _stored_mode(deps, "stack_insert", "piece_x", (0.085, 0.12), "high")
+        final = run_graph(deps)
+        arms = {s["mode_id"] for s in final["slots"]}
+        mixes = [s for s in final["slots"] if s["mode_id"].startswith("mix_")]
+        if not compose:
+            assert not mixes and {yaw.id, far.id} <= arms
+            return
+        assert len(mixes) == 1 and mixes[0]["accepted"] and mixes[0]["status"] == "accepted"
+        program = load_program(deps, mixes[0]["program"])
+        assert program.factor("obj_yaw").range == (-1.5, -1.05)
+        assert program.factor("obj_x").range == (0.08, 0.12)  # stack/insert's top quarter, carried over
+        moved = {f.name for f in program.factors
+                 if f.range != seed_generation("pick_place").factor(f.name).range}
+        assert moved == {"obj_yaw", "obj_x"}
+        assert yaw.id in program.diagnosis and far.id in program.diagnosis
+        assert arms in ({"seed", mixes[0]["mode_id"], yaw.id}, {"seed", mixes[0]["mode_id"], far.id})
+        # a composite is made from templates: never handed to the writer, counted as budget on modes
+        from agents.graph.nodes.arms import template_made
+        from experiments.table1 import mode_budget_share
+
+        assert template_made(mixes[0]["mode_id"])
+        assert mode_budget_share({"memory_per_round": {"1": {"arms": [
+            f"{s['mode_id']}|pick_place×{s['n']}" for s in final["slots"]]}}}) > 0

@@ -183,12 +183,60 @@ def test_diagnosis_driven_methods_explore_past_the_training_ranges(deps_for, met
         assert f.range[1] <= ref.range[0] or f.range[0] >= ref.range[1]  # outside the ID range
 
 
+@pytest.mark.parametrize("method", ["uniform", "coda"])
+def test_variants_move_variant_factors_factors_at_once(deps_for, method: str) -> None:
+    """`variant_factors` = 3: every variant (uniform's arms, CoDA's exploration arm) is the seed program
+    with three distinct factors moved past their training ranges, and its id names all three."""
+    deps = deps_for(method, rounds=1, variant_factors=3, budget=4)
+    final = run_graph(deps)
+    probes = [s for s in final["slots"] if s["mode_id"].startswith("var_")]
+    assert probes
+    seed = {f.name: f for f in seed_generation("pick_place").factors}
+    for slot in probes:
+        program = load_program(deps, slot["program"])
+        moved = [f for f in program.factors
+                 if (f.choices, f.range) != (seed[f.name].choices, seed[f.name].range)]
+        assert len(moved) == 3 and slot["mode_id"].count("__") == 2
+        for f in moved:
+            ref = seed[f.name]
+            if f.type == "choice":
+                assert set(f.choices) <= set(ref.ood_choices or ref.choices)
+            else:  # past the ID range, or its outer third on a side with no OOD part (friction's top)
+                third = (ref.range[1] - ref.range[0]) / 3 + 1e-9
+                assert f.range[1] <= ref.range[0] + third or f.range[0] >= ref.range[1] - third
+    with pytest.raises(ValueError, match="variant_factors"):
+        config("uniform", variant_factors=0)
+
+
+def test_diagnoses_are_taken_in_turn_from_every_family() -> None:
+    """With `diagnose_max` below the failures, each family gets a diagnosis before any gets a second (the
+    slots of the families listed first used to take them all)."""
+    from types import SimpleNamespace
+
+    from agents.graph.nodes.diagnose import _failed_train_episodes
+    from agents.graph.nodes.rollout import scene_id
+
+    slots = [{"family": fam, "mode_id": m,
+              "accepted": [f"scenes/{fam}_{m}_{fam}{m}{i}.json" for i in range(3)]}
+             for fam in ("a", "b", "c") for m in ("seed", "var")]
+    by_scene = {scene_id(p): SimpleNamespace(path=p, success=False)
+                for s in slots for p in s["accepted"]}
+    deps = SimpleNamespace(config=SimpleNamespace(diagnose_max=4))
+    got = _failed_train_episodes(deps, {"slots": slots}, by_scene)
+    assert [(s["family"], s["mode_id"]) for s, _ in got] == [("a", "seed"), ("b", "seed"), ("c", "seed"),
+                                                              ("a", "var")]
+
+
 @pytest.mark.parametrize("method", ["sft", "scalar"])
 def test_replay_trains_each_round_on_every_demo_so_far(deps_for, method: str) -> None:
     import dataclasses
 
+    from agents.config import LearnConfig, get_preset
+
+    assert LearnConfig().replay  # every method replays by default; this test compares it with the round alone
     trainer = FakeTrainer(ALWAYS_FAILS)
-    plain = deps_for(method, trainer=trainer, rounds=2)
+    plain = deps_for(method, trainer=trainer, rounds=2,
+                     learn=dataclasses.replace(get_preset("smoke").learn, replay=False))
     final = run_graph(plain)
     boot = next(n for kind, n in trainer.calls if kind == "bootstrap")
     hist = final["demo_history"]["pick_place"]  # kept whether or not replay is on

@@ -3,12 +3,13 @@ that serves each) and split the family's generation budget over them.
 
 Every method gives each family exactly `budget` training scenes (DESIGN §6); what differs is the arms:
 - seed: the seed program; domain_randomization: the seed program with widened ranges;
-- uniform: random single-factor variants (one factor past its training range), budget split evenly;
+- uniform: random variants (`variant_factors` factors past their training ranges), budget split evenly;
 - scalar: variants kept or dropped by their measured success rate alone (nearest 50 % first);
 - critic: the previous round's validated diagnoses, nothing older; memory (CoDA): difficulty modes from
-  memory (including other families' modes on a factor this family has), budget by learning progress.
+  memory (including other families' modes on a factor this family has) led by their composite (every
+  mode's edits in one program, `RunConfig.compose`), budget by learning progress.
 Diagnosis-driven methods (critic, memory) fill the arms they have no mode for with exploration variants
-(random single-factor variants, as `uniform` draws them): failures there are what the critic diagnoses, so
+(random variants, as `uniform` draws them): failures there are what the critic diagnoses, so
 a policy that solves its training distribution still meets its next difficulty.
 """
 
@@ -22,13 +23,16 @@ import numpy as np
 
 from agents.graph.deps import Deps
 from agents.graph.nodes.arms import (
+    composite_program,
     dr_program,
     editable_factors,
+    load_program,
+    mode_edits,
+    multi_variant_id,
+    multi_variant_program,
     save_program,
     seed_generation,
     seed_programs,
-    variant_id,
-    variant_program,
 )
 from agents.graph.nodes.work import stable_seed
 from agents.graph.state import RoundState, Slot, new_slot
@@ -54,20 +58,27 @@ def _seed_arm(deps: Deps, family: str) -> ArmPrograms:
 
 
 def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -> list[ArmPrograms]:
-    """`k` distinct single-factor variants of the seed program, factor and side drawn uniformly."""
+    """`k` distinct variants of the seed program, each moving `variant_factors` distinct factors (fewer
+    when the family has fewer), factors and sides drawn uniformly."""
     base = seed_generation(family)
     rng = np.random.default_rng(stable_seed(deps.config.seed, round_no, family, tag))
     factors = editable_factors(base)
+    moved = min(deps.config.variant_factors, len(factors))
     arms: dict[str, ArmPrograms] = {}
     for _ in range(20 * k):
         if len(arms) >= k or not factors:
             break
-        f = factors[int(rng.integers(len(factors)))]
-        sides = variant_sides(f)
-        side = sides[int(rng.integers(len(sides)))]
-        mode = variant_id(f.name, side)
+        if moved == 1:  # the single-factor draw as it always was (runs before variant_factors replay)
+            picked = [factors[int(rng.integers(len(factors)))]]
+        else:
+            picked = [factors[int(i)] for i in sorted(rng.choice(len(factors), size=moved, replace=False))]
+        moves = []
+        for f in picked:
+            sides = variant_sides(f)
+            moves.append((f.name, sides[int(rng.integers(len(sides)))]))
+        mode = multi_variant_id(moves)
         if mode not in arms:
-            program = variant_program(base, f.name, side, round_no)
+            program = multi_variant_program(base, moves, round_no)
             _, train = seed_programs(deps, family)
             arms[mode] = {"mode_id": mode, "program": save_program(deps, program, round_no),
                           "train_program": train, "template": ""}
@@ -147,7 +158,8 @@ def _carries(mode: Any, base: Any, allow_ood: bool = True) -> bool:
 
 
 def _memory_arms(deps: Deps, family: str, round_no: int) -> tuple[list[ArmPrograms], dict[str, int] | None]:
-    """CoDA: modes seen in this family or on one of its factors elsewhere, then exploration variants in the
+    """CoDA: modes seen in this family or on one of its factors elsewhere — led, once two of them have
+    programs, by their composite (every mode's difficulty in one scene) — then exploration variants in the
     arms left; the budget by learning progress (unmeasured arms count as promising)."""
     from memory.ledger import allocate_family, arm_scores
 
@@ -155,22 +167,56 @@ def _memory_arms(deps: Deps, family: str, round_no: int) -> tuple[list[ArmProgra
     base = seed_generation(family)
     modes = [m.id for m in mem.modes_for_family(family, maps=lambda m: _carries(m, base,
                                                                                  cfg.writer.allow_ood))]
-    if len(modes) >= cfg.max_arms:
-        scores = arm_scores(deps.ledger, family, modes, cfg.allocation)
-        modes = sorted(modes, key=lambda m: (-scores[m], m))[: cfg.max_arms - 1]
-    arms = [_seed_arm(deps, family)]
+    scores = arm_scores(deps.ledger, family, modes, cfg.allocation)
+    mode_arms, parts = [], []
     for mode in modes:
         entries = mem.programs_for(mode, family)
         own = [e for e in entries if e.family == family]
         if own:
-            arms.append({"mode_id": mode, "program": _sidecar(own[0].generation_path),
-                         "train_program": _sidecar(own[0].training_path), "template": ""})
+            arm = {"mode_id": mode, "program": _sidecar(own[0].generation_path),
+                   "train_program": _sidecar(own[0].training_path), "template": ""}
         else:
-            arms.append({"mode_id": mode, "program": "", "train_program": "",
-                         "template": entries[0].id if entries else ""})
+            arm = {"mode_id": mode, "program": "", "train_program": "",
+                   "template": entries[0].id if entries else ""}
+        mode_arms.append(arm)
+        if entries:
+            parts.append((mode, entries[0], arm))
+    rank = {m: i for i, m in enumerate(sorted(modes, key=lambda m: (-scores[m], m)))}  # strongest first
+    arms = [_seed_arm(deps, family)]
+    if cfg.compose:  # the composite keeps the stronger mode's edit where two edit one factor
+        mix = _composite_arm(deps, family, base, sorted(parts, key=lambda p: rank[p[0]]), round_no)
+        if mix is not None:
+            arms.append(mix)
+    room = max(cfg.max_arms - len(arms), 0)
+    if len(mode_arms) > room:
+        mode_arms = sorted(mode_arms, key=lambda a: rank[a["mode_id"]])[:room]
+    arms += mode_arms
     arms = _explore(deps, family, round_no, arms)
     counts = allocate_family(deps.ledger, family, [a["mode_id"] for a in arms], cfg.budget, cfg.allocation)
     return arms, counts
+
+
+def _composite_arm(deps: Deps, family: str, base: Any, parts: Sequence[tuple[str, Any, ArmPrograms]],
+                   round_no: int) -> ArmPrograms | None:
+    """One arm whose program applies every stored mode's edits at once (`arms.composite_program`), trained
+    with the strongest mode's training program (the family's seed one when that mode has none here yet);
+    None when fewer than two modes have an edit that carries over to `family`."""
+    from programs.errors import ProgramRejected
+
+    edits = []
+    for mode, entry, _ in parts:
+        source = load_program(deps, _sidecar(entry.generation_path))
+        try:
+            edits.append((mode, mode_edits(source, entry.family, base, deps.config.writer.allow_ood)))
+        except ProgramRejected:
+            continue
+    program = composite_program(base, edits, round_no)
+    if program is None:
+        return None
+    lead = next(arm for mode, _, arm in parts if mode == edits[0][0])
+    _, seed_train = seed_programs(deps, family)
+    return {"mode_id": program.mode_id, "program": save_program(deps, program, round_no),
+            "train_program": lead["train_program"] or seed_train, "template": ""}
 
 
 def _sidecar(path: str) -> str:

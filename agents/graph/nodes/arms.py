@@ -1,9 +1,10 @@
-"""Program files in the run directory and the template-made generation programs of the baselines
-(domain randomization, uniform/scalar single-factor variants). Programs are stored as `programs.render`
-writes them (readable `.py` + `.json` sidecar); state refers to the sidecar's relative path."""
+"""Program files in the run directory and the template-made generation programs (domain randomization,
+variants, composites of difficulty modes). Programs are stored as `programs.render` writes them (readable
+`.py` + `.json` sidecar); state refers to the sidecar's relative path."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from agents.graph.deps import Deps
@@ -73,14 +74,71 @@ def variant_id(factor: str, side: Any) -> str:
     return f"var_{slug(factor)}_{slug(str(side))}"
 
 
+def template_made(mode_id: str) -> bool:
+    """An arm whose program is made from templates, never by the writer: the seed distribution, domain
+    randomization, an exploration variant (`var_*`) or a composite of stored modes (`mix_*`)."""
+    return mode_id in ("seed", "dr") or mode_id.startswith(("var_", "mix_"))
+
+
+def multi_variant_id(moves: Sequence[tuple[str, Any]]) -> str:
+    """Mode id of a variant that moves several factors: the single-factor ids' parts joined by `__`
+    (`var_obj_x_low__shape_block`); one move gives `variant_id`'s."""
+    return "var_" + "__".join(f"{slug(f)}_{slug(str(side))}" for f, side in moves)
+
+
 def variant_program(base: GenerationProgram, factor: str, side: Any, round_no: int) -> GenerationProgram:
     """`base` with one factor moved past its training range (`programs.factor_space.variant_edit`)."""
-    from programs.edits import edit
+    return multi_variant_program(base, [(factor, side)], round_no)
+
+
+def multi_variant_program(base: GenerationProgram, moves: Sequence[tuple[str, Any]],
+                          round_no: int) -> GenerationProgram:
+    """`base` with every factor of `moves` moved past its training range at once."""
+    from programs.edits import edit_many
     from programs.factor_space import variant_edit
 
-    value = variant_edit(base.factor(factor), side)
-    return edit(base, factor, value, mode_id=variant_id(factor, side), round_no=round_no,
-                diagnosis=f"variant: {factor} -> {value}")
+    changes = {f: variant_edit(base.factor(f), side) for f, side in moves}
+    text = ", ".join(f"{f} -> {v}" for f, v in changes.items())
+    return edit_many(base, changes, mode_id=multi_variant_id(moves), round_no=round_no,
+                     diagnosis=f"variant: {text}")
+
+
+def mode_edits(program: GenerationProgram, source_family: str, base: GenerationProgram,
+               allow_ood: bool) -> dict[str, Any]:
+    """What makes a mode's generation program (written for `source_family`) differ from its family's seed
+    program, carried onto `base`'s factors (`programs.factor_space.adapted_edits`; the same family: the
+    edits themselves). `ProgramRejected` when nothing carries over."""
+    from programs.factor_space import adapted_edits
+
+    return adapted_edits(program, seed_generation(source_family), base, allow_ood=allow_ood)
+
+
+def composite_id(modes: Sequence[str]) -> str:
+    """Mode id of the composite of several difficulty modes: `mix_` + a short hash of their ids."""
+    import hashlib
+
+    return "mix_" + hashlib.sha256("|".join(sorted(modes)).encode()).hexdigest()[:8]
+
+
+def composite_program(base: GenerationProgram, parts: Sequence[tuple[str, dict[str, Any]]],
+                      round_no: int) -> GenerationProgram | None:
+    """`base` with the edits of several difficulty modes applied together (`parts`: (mode id, its edits),
+    strongest first; on a factor two modes both edit, the earlier one's edit is kept). None when fewer
+    than two modes contribute an edit of their own."""
+    from programs.edits import edit_many
+
+    changes: dict[str, Any] = {}
+    used = []
+    for mode, edits in parts:
+        fresh = {f: v for f, v in edits.items() if f not in changes}
+        if fresh:
+            changes.update(fresh)
+            used.append(mode)
+    if len(used) < 2:
+        return None
+    text = "; ".join(used)
+    return edit_many(base, changes, mode_id=composite_id(used), round_no=round_no,
+                     diagnosis=f"composite of difficulty modes {text}: {changes}")
 
 
 def dr_program(base: GenerationProgram, widen: float) -> GenerationProgram:

@@ -27,18 +27,21 @@ from agents.graph.state import RoundState, Slot, slot_key
 
 def _failed_train_episodes(deps: Deps, state: RoundState,
                            by_scene: Mapping[str, Any]) -> list[tuple[Slot, str]]:
-    """Failed rollouts on training scenes, interleaved across slots, at most `diagnose_max`."""
-    queues = []
+    """Failed rollouts on training scenes, at most `diagnose_max`: taken in turn from each family (so the
+    families listed last are not left without a diagnosis), and within a family in turn from its slots."""
+    per_family: dict[str, list[list[tuple[Slot, str]]]] = {}
     for slot in state["slots"]:
         fails = [by_scene[scene_id(s)].path for s in slot["accepted"]
                  if scene_id(s) in by_scene and not by_scene[scene_id(s)].success]
-        queues.append([(slot, p) for p in fails])
-    out: list[tuple[Slot, str]] = []
-    while any(queues) and len(out) < deps.config.diagnose_max:
-        for q in queues:
-            if q and len(out) < deps.config.diagnose_max:
-                out.append(q.pop(0))
-    return out
+        per_family.setdefault(slot["family"], []).append([(slot, p) for p in fails])
+    queues = [_interleave(qs) for qs in per_family.values()]
+    return _interleave(queues)[: deps.config.diagnose_max]
+
+
+def _interleave(queues: list[list[Any]]) -> list[Any]:
+    """The first item of every queue, then the second of every queue, ..."""
+    longest = max((len(q) for q in queues), default=0)
+    return [q[i] for i in range(longest) for q in queues if i < len(q)]
 
 
 def round_peers(deps: Deps, state: RoundState,

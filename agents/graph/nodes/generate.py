@@ -26,11 +26,10 @@ from agents.graph.nodes.arms import (
     seed_generation,
     seed_programs,
     static_errors,
+    template_made,
 )
 from agents.graph.nodes.work import agent_failures, error_text, generate_scenes, raised_in, validate_scenes
 from agents.graph.state import RoundState, Slot, SlotFailure, new_slot, slot_key
-
-TEMPLATE_MODES = ("seed", "dr")  # arms whose programs are made from templates, never by the writer
 
 
 def _retry_or_fail(slot: Slot, error: str, failure: SlotFailure, max_retries: int) -> None:
@@ -39,8 +38,7 @@ def _retry_or_fail(slot: Slot, error: str, failure: SlotFailure, max_retries: in
 
 
 def _uses_writer(deps: Deps, slot: Slot) -> bool:
-    m = slot["mode_id"]
-    return deps.config.method_config.writer and m not in TEMPLATE_MODES and not m.startswith("var_")
+    return deps.config.method_config.writer and not template_made(slot["mode_id"])
 
 
 def load_mode(deps: Deps, mode_id: str) -> Any:
