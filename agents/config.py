@@ -83,7 +83,7 @@ class LearnConfig:
 
     # the policy's own configuration
     policy: ObjectTokenConfig = field(default_factory=ObjectTokenConfig)
-    # optimiser steps of the bootstrap SFT on seed demonstrations
+    # optimiser steps of the bootstrap SFT on seed demonstrations (0: start from `init_policy` as given)
     sft_steps: int = 2000
     # optimiser steps of a round's SFT fine-tune (methods with update="sft")
     finetune_steps: int = 300
@@ -118,6 +118,10 @@ class CriticConfig:
     # allow edits into a factor's out-of-distribution range (a run sets it: `RunConfig.critic`). Off, a
     # failure found on a scene with an OOD value is diagnosed at a value clamped into the ID range
     allow_ood: bool = False
+    # hold the failing scene's other out-of-distribution factors in the diagnosis's edit (the conditions the
+    # failure happened under, `agents.critic.diagnose.ood_conditions`; needs allow_ood): verification then
+    # tests the factor under them, and a validated mode recreates all of them
+    ood_context: bool = False
     # narrowest targeted edit of a number factor, as a share of its ID range (the edit runs from the
     # failing value out to the range's end on its side, at most half the range wide)
     band: float = 0.25
@@ -296,6 +300,9 @@ class RunConfig:
         if self.workers < 0 or self.sandbox_workers < 1:
             raise ValueError(f"need workers >= 0 (0 runs episodes in this process) and sandbox_workers >= 1, "
                              f"got {self.workers} and {self.sandbox_workers}")
+        if self.learn.sft_steps < 0 or (self.learn.sft_steps == 0 and not self.learn.init_policy):
+            raise ValueError(f"learn.sft_steps = {self.learn.sft_steps}: the bootstrap needs SFT steps >= 1, "
+                             "or 0 with learn.init_policy (a policy to start from as given)")
         if self.variant_factors < 1:
             raise ValueError(f"need variant_factors >= 1 (the factors a variant moves), got "
                              f"{self.variant_factors}")
@@ -370,6 +377,22 @@ PRESETS.register("demo", RunConfig(
         policy=ObjectTokenConfig(batch_size=64, flow_steps=8),
         sft_steps=1500, finetune_steps=60, critic_hidden=64, critic_steps=300, critic_batch=64, awr_steps=60,
         awr_batch=64, demo_stride=2)))
+
+
+# The first run: a minute on 2 CPU cores that shows the loop doing its job. It starts from a pretrained
+# policy shipped with the code (`coda_policy/pretrained/`: SFT on seed demonstrations of the four families,
+# Table 1's seed-0 bootstrap), so the policy solves in-distribution pick-place scenes and fails where
+# variants move three factors out of distribution; the rules critic diagnoses two failures, each verified
+# on 12 + 12 episodes, and a validated one is compiled into a generation + training program pair.
+PRESETS.register("quickstart", RunConfig(
+    preset="quickstart", llm="rules", families=("pick_place",), rounds=1, budget=6, held=1, max_arms=3,
+    max_retries=1, seed_demos=3, diagnose_max=2, verify_n=12, eval_id=2, eval_ood=2, variants=1,
+    variant_factors=4,
+    learn=LearnConfig(
+        init_policy=str(Path(__file__).resolve().parent.parent / "coda_policy" / "pretrained"
+                        / "seed_sft_4fam.pt"),
+        sft_steps=0, finetune_steps=5, critic_hidden=32, critic_steps=20, critic_batch=32, awr_steps=5,
+        awr_batch=16, demo_stride=4)))
 
 
 def get_preset(name: str) -> RunConfig:

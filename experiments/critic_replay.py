@@ -84,9 +84,10 @@ def pick_failures(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
 
 
 def planted_cause(rows: list[dict[str, Any]], family: str, arm: str) -> str | None:
-    """The planted factor of a hard variant arm (≥ 30 pp more failures than the seed arm), else None."""
+    """The planted factor of a hard single-factor variant arm (≥ 30 pp more failures than the seed arm), else
+    None (also for a variant that moves several factors, `var_a_low__b_high`: no one planted cause)."""
     m = re.fullmatch(r"var_(.+)_(low|high|[a-z0-9]+)", arm)
-    if m is None:
+    if m is None or "__" in arm:
         return None
 
     def fail_rate(a: str) -> float | None:

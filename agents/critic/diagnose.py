@@ -79,11 +79,37 @@ def targeted_edit(program: GenerationProgram, name: str, value: Any, position: f
                      allow_ood=config.allow_ood)
 
 
+def ood_conditions(sm: FailureSummary, program: GenerationProgram, name: str,
+                   config: CriticConfig) -> dict[str, EditValue]:
+    """The failing scene's other factors that were out of distribution (outside the family's ID range, or
+    an unseen choice), each as the edit that recreates it (`targeted_edit`): the conditions the failure
+    happened under. A diagnosis holds them in both verification batches, so it claims "`name` fails
+    under these conditions" — a difficulty of several factors, which a single factor moved on the seed
+    distribution cannot show (FINDINGS #8). Empty unless OOD edits are allowed (`config.allow_ood`,
+    `config.ood_context`)."""
+    if not (config.allow_ood and config.ood_context):
+        return {}
+    names = {f.name for f in program.factors}
+    out: dict[str, EditValue] = {}
+    for r in sm.factors:
+        if r.name == name or r.name not in names or not r.live or r.group not in ("spatial", "attribute"):
+            continue
+        ref = reference(program, r.name)
+        if ref.type == "choice":
+            if r.value not in (ref.choices or ()) and r.value in allowed_choices(ref, True):
+                out[r.name] = r.value
+        elif ref.range is not None and not ref.range[0] <= float(r.value) <= ref.range[1]:
+            lo, hi = bounds(ref, True)
+            out[r.name] = targeted_edit(program, r.name, min(max(float(r.value), lo), hi), r.position, config)
+    return out
+
+
 def _diagnosis(sm: FailureSummary, program: GenerationProgram, name: str, phase: str, explanation: str,
-               edit: EditValue, critic_id: str, conf: float) -> Diagnosis:
+               edit: EditValue, critic_id: str, conf: float, config: CriticConfig) -> Diagnosis:
     ref = reference(program, name)
     names = {f.name for f in program.factors}
     context = {k: v for k, v in (scene_context(sm.scene, name) if sm.scene else {}).items() if k in names}
+    context = {**ood_conditions(sm, program, name, config), **context}
     return Diagnosis(episode_id=sm.episode_id, factor_group=ref.group, factor=name, phase=phase,
                      explanation=explanation, edit={name: edit, **context},
                      side=edit_side(edit, *(ref.range or (None, None))),
@@ -109,7 +135,7 @@ def rules_diagnosis(sm: FailureSummary, program: GenerationProgram,
         value = min(max(float(value), lo), hi)
     edit = targeted_edit(program, r.name, value, r.position, config)
     return _diagnosis(sm, program, r.name, sm.failing_phase, explain(sm, top), edit, "rules",
-                      confidence(ranked))
+                      confidence(ranked), config)
 
 
 def critic_variables(sm: FailureSummary, program: GenerationProgram, config: CriticConfig) -> dict[str, Any]:
@@ -156,7 +182,8 @@ def answer_to_diagnosis(out: DiagnosisOut, sm: FailureSummary, program: Generati
         raise AnswerError(PROMPT, err, raw)
     edit = targeted_edit(program, factor, value, reading.position if out.value is None else
                          _position(reference(program, factor), value), config)
-    return _diagnosis(sm, program, factor, phase, out.explanation.strip(), edit, critic_id, out.confidence)
+    return _diagnosis(sm, program, factor, phase, out.explanation.strip(), edit, critic_id, out.confidence,
+                      config)
 
 
 def _position(ref: FactorDef, value: Any) -> float:

@@ -179,7 +179,8 @@ def pick_control(diagnosis: Diagnosis, program: GenerationProgram, rng: np.rando
     target = reference(program, diagnosis.factor)
     refs = [reference(program, f.name) for f in program.factors if f.name not in diagnosis.edit]
     # a control must change the scenes it runs on (not a block's size when the task is pinned to insert)
-    live = live_under(program.family, {k: v for k, v in diagnosis.edit.items() if k != diagnosis.factor})
+    live = live_under(program.family, {k: v for k, v in diagnosis.edit.items()  # pinned values; not ranges
+                                       if k != diagnosis.factor and not isinstance(v, tuple | list)})
     known = {f.name for f in family_factors(program.family)}
     pool = [r for r in refs if r.group in config.control_groups and movable(r)
             and (live is None or r.name in live or r.name not in known)]

@@ -76,10 +76,13 @@ class PolicyTrainer:
         return {"init": "fresh"}
 
     def bootstrap(self, demos: Sequence[Path], out: Path) -> dict[str, Any]:
-        """SFT on the seed demonstrations (from `init_policy` when given, else from scratch)."""
+        """SFT on the seed demonstrations (from `init_policy` when given, else from scratch); with
+        `sft_steps` = 0, `init_policy` as given."""
         self._threads()
         from coda_policy.registry import load_policy, make_policy
 
+        if self.config.sft_steps == 0:
+            return {**self.initial(demos, out), "sft_steps": 0}
         if self.config.init_policy:
             policy = load_policy(self.config.init_policy)
             data = self._dataset(demos, policy.config.chunk)

@@ -309,3 +309,27 @@ def test_a_strong_peer_contrast_overrides_the_phase_prior():
     assert yaw(with_peers(sm, strong)).relevance == pytest.approx(OTHER)
     weak = [({"obj_yaw": 0.5}, False)] * 2 + [({"obj_yaw": 0.5}, True)] + [({"obj_yaw": -0.3}, True)] * 3
     assert yaw(with_peers(sm, weak)).relevance == pytest.approx(0.06)
+
+
+def test_ood_conditions_hold_the_failing_scenes_other_ood_factors():
+    """With `ood_context`, a diagnosis of `obj_yaw` on a scene where `obj_x` and `color` were also out of
+    distribution holds both (the number at least as extreme as the scene's, the unseen colour itself);
+    in-distribution factors, task factors and the named factor itself are left out."""
+    from agents.config import CriticConfig
+    from agents.critic.diagnose import ood_conditions
+
+    fam, gen = get_family("pick_place"), seed_library()["pick_place"][0]
+    values = fam.default_factors()
+    values["spatial"].update(obj_yaw=-1.3, obj_x=-0.08)
+    values["attribute"].update(color="purple", mass=0.1)
+    scene = fam.make_scene(values)
+    sm = FailureSummary(episode_id="e", family="pick_place", instruction="x", success=False,
+                        failing_phase="approach", steps=1, timeline=(), subject="obj", target="plate",
+                        failure_step=0, factors=read_factors(scene, gen.factors), scene=scene)
+    on = CriticConfig(allow_ood=True, ood_context=True)
+    got = ood_conditions(sm, gen, "obj_yaw", on)
+    assert set(got) == {"obj_x", "color"} and got["color"] == "purple"
+    lo, hi = got["obj_x"]
+    assert lo <= -0.08 <= hi and hi < reference(gen, "obj_x").range[0]  # past the ID range, value kept
+    assert ood_conditions(sm, gen, "obj_yaw", CriticConfig(allow_ood=True)) == {}  # off by default
+    assert ood_conditions(sm, gen, "obj_yaw", CriticConfig(ood_context=True)) == {}  # needs OOD edits

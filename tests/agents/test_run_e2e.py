@@ -117,6 +117,29 @@ def _run(run_dir: Path, conf: ReplayConfig) -> tuple[dict, list[dict]]:
         return run_graph(deps), log.read()
 
 
+@pytest.mark.integration
+def test_quickstart_shows_the_loop_doing_its_job(tmp_path: Path) -> None:
+    """The first command of the README: from the shipped pretrained policy, a scene the policy fails, a
+    diagnosis with a verdict the data support (validated or refuted, not inconclusive), its keyframes in
+    the report, and for a validated one its compiled generation + training program pair."""
+    out = tmp_path / "runs" / "quickstart"
+    done = cli("-m", "agents.run", "--preset", "quickstart", "--out", str(out))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    row = read_metrics(out / "metrics.jsonl")[-1]
+    assert row["critic"]["diagnoses"] >= 1
+    recs = [read_json(p) for p in sorted((out / "diagnoses" / "round_01").glob("*.json"))]
+    decided = [r for r in recs if (r.get("verdict") or {}).get("status") in ("validated", "refuted")]
+    assert decided, [(r.get("verdict") or {}).get("reason") for r in recs]
+    page = (out / "report.html").read_text()
+    for r in decided:
+        assert r["diagnosis"]["id"] in page or r["diagnosis"]["factor"] in page
+    if any(r["verdict"]["status"] == "validated" for r in recs):
+        assert files(out, "programs/round_01/gen_[!v]*.py") and files(out, "programs/round_01/train_*.py")
+    frames = files(out, "diagnoses/round_01/*_frames/*.png")
+    assert frames or "keyframes not rendered" in page  # no GL on this machine: the page says so
+
+
+@pytest.mark.integration
 def test_replay_backend_reruns_a_recorded_loop_offline(tmp_path: Path) -> None:
     recordings = tmp_path / "llm_replay.json"
     with FakeOpenAIServer(_answer) as server:

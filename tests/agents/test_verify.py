@@ -211,3 +211,16 @@ def test_context_pins_hold_in_both_arms():
     assert shell.targeted.factor("task").choices == ("insert",) == shell.control.factor("task").choices
     with pytest.raises(ValueError, match="and its context"):
         control_edit(d, gen, np.random.default_rng(0), VerifyConfig(control_factor="task"))
+
+
+def test_ood_conditions_hold_in_both_arms_and_are_never_the_control():
+    """A diagnosis under OOD conditions (a number range and an unseen choice held beside the named
+    factor) tests the factor under them: both batches sample those conditions, the control is another
+    factor."""
+    gen = seed_library()["pick_place"][0]
+    d = Diagnosis(episode_id="e", factor_group="spatial", factor="obj_yaw", phase="approach", explanation="x",
+                  edit={"obj_yaw": (-1.5, -1.2), "obj_x": (-0.1, -0.06), "color": "purple"}, side="low")
+    items, shell = build_batches(d, gen, 6, np.random.default_rng(0))
+    assert all(-0.1 <= i.factors["obj_x"] <= -0.06 and i.factors["color"] == "purple" for i in items)
+    assert shell.control_factor not in d.edit
+    assert all(-1.5 <= i.factors["obj_yaw"] <= -1.2 for i in items if i.arm == "targeted")
