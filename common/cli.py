@@ -15,12 +15,39 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 
 class UsageError(Exception):
     """Bad input to a command: printed as `error: <message>`, exit code 2."""
+
+
+def comma_list(item: Callable[[str], Any] = str,
+               choices: Sequence[Any] | None = None) -> Callable[[str], list]:
+    """The argparse `type` of a list option: every list argument of every command is one comma-separated
+    word (`--families pick_place,push`, `--n 6,12`), each item converted by `item` and, with `choices`,
+    checked against them; a bad item is an argparse error naming it."""
+    import argparse
+
+    def parse(text: str) -> list:
+        out = []
+        for raw in (t.strip() for t in text.split(",")):
+            if not raw:
+                continue
+            try:
+                value = item(raw)
+            except ValueError as e:
+                raise argparse.ArgumentTypeError(f"{raw!r} in {text!r}: {e}") from None
+            if choices is not None and value not in choices:
+                raise argparse.ArgumentTypeError(f"{raw!r} is not one of {', '.join(map(str, choices))}")
+            out.append(value)
+        if not out:
+            raise argparse.ArgumentTypeError(f"{text!r}: need at least one comma-separated item")
+        return out
+
+    return parse
 
 
 def _log(exc: BaseException, log_dir: Path | None) -> Path:

@@ -4,7 +4,7 @@
 probability it labels it *refuted* (the increase bounded below `VerifyTestConfig.min_effect`). Binomial
 outcomes are enumerated through the node's own `decide`; nothing is simulated.
 
-    python -m experiments.power [--alpha 0.1] [--n 3 6 12 24]
+    python -m experiments.power [--alpha 0.1] [--n 3,6,12,24]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from math import comb
 
 from agents.config import VerifyTestConfig
 from agents.critic.verify import VerifyConfig, decide
+from common.cli import comma_list
 
 # real contrasts, then true nulls (no effect: "validated" here is the test's false-positive rate)
 CONTRASTS = ((0.9, 0.1), (0.8, 0.3), (0.7, 0.4), (0.6, 0.5), (0.3, 0.3), (0.1, 0.1), (1.0, 1.0), (0.0, 0.0))
@@ -37,7 +38,8 @@ def verdict_rates(pt: float, pc: float, n: int, alpha: float) -> dict[str, float
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.power", description=__doc__.split("\n\n")[0])
     ap.add_argument("--alpha", type=float, default=0.1, help="significance (the loop's verify_alpha: 0.1)")
-    ap.add_argument("--n", type=int, nargs="+", default=[3, 6, 12, 24], help="episodes per batch")
+    ap.add_argument("--n", type=comma_list(int), default=[3, 6, 12, 24],
+                    help="episodes per batch, comma-separated (default 3,6,12,24)")
     a = ap.parse_args(argv)
     head = "| true targeted vs control failure | " + " | ".join(f"n = {n}" for n in a.n) + " |"
     print(f"P(validated) / P(refuted), one-sided Fisher exact, alpha = {a.alpha}\n")

@@ -73,7 +73,7 @@ TABLES.register("smoke", TablePreset(run_preset="smoke", overrides={"rounds": 1}
 # family's ~10 movable factors, so the critic can still tell which one failed), and the critic diagnoses
 # up to eight failures a round (two a family; verification episodes are measurement, not budget), each
 # under the failing scene's other OOD factors (`CriticConfig.ood_context`: with several factors moved, one
-# factor moved alone on the seed distribution was refuted 13 times of 16, FINDINGS #8). Set by reasoning
+# factor moved alone on the seed distribution was refuted 12 times of 16, FINDINGS #8). Set by reasoning
 # and the loop's own rollouts, never on the frozen suites.
 TABLES.register("default", TablePreset(
     run_preset="default", seeds=3, per_split=10,

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
+from common.cli import comma_list
+
 ROUND = "round_00"
 
 
@@ -150,12 +152,13 @@ def run(cfg: DemoConfig) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sim.demo", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=Path("runs/demo"))
-    ap.add_argument("--families", nargs="*", default=[])
-    ap.add_argument("--per-family", type=int, default=6)
-    ap.add_argument("--ood", type=int, default=3)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder")
+    ap.add_argument("--families", type=comma_list(), default=[],
+                    help="comma-separated task families (default: every registered one)")
+    ap.add_argument("--per-family", type=int, default=6, help="scenes per family")
+    ap.add_argument("--ood", type=int, default=3, help="of them, scenes out of distribution")
+    ap.add_argument("--workers", type=int, default=2, help="episode-pool worker processes")
+    ap.add_argument("--seed", type=int, default=0, help="first scene seed")
     a = ap.parse_args(argv)
     try:
         cfg = DemoConfig(

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from common.cli import comma_list
+
 TARGETS = {"id": 0.95, "ood": 0.80}
 
 
@@ -55,11 +57,12 @@ def evaluate(families: list[str], n: int, workers: int) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sim.experts_eval", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, default=100)
-    ap.add_argument("--families", nargs="*", default=[])
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--n", type=int, default=100, help="scenes per family and distribution")
+    ap.add_argument("--families", type=comma_list(), default=[],
+                    help="comma-separated task families (default: every registered one)")
+    ap.add_argument("--workers", type=int, default=2, help="episode-pool worker processes")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows to this JSON file")
+    ap.add_argument("--check", action="store_true", help="exit 1 when an expert is below its target rate")
     a = ap.parse_args(argv)
     from rich.console import Console
     from rich.table import Table

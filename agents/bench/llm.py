@@ -30,6 +30,7 @@ from agents.llm.gguf import MODELS
 from agents.llm.local import LocalCompleter, LocalConfig
 from agents.llm.recorded import ReplayCompleter
 from agents.llm.store import CallLog
+from common.cli import comma_list
 
 
 class FailureDiagnosis(BaseModel):
@@ -185,8 +186,9 @@ def bench_model(model: str, threads: int, record: Path | None,
 def main(argv: list[str] | None = None) -> None:
     """CLI: see the module docstring."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--models", type=comma_list(choices=list(MODELS)), default=list(MODELS),
+                    help=f"comma-separated local models (default all: {','.join(MODELS)})")
+    ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
     ap.add_argument("--record", type=Path, help="write answers of the first model to this replay file")
     ap.add_argument("--no-extra-buffers", action="store_true", help="see LocalConfig.extra_buffers")
     args = ap.parse_args(argv)

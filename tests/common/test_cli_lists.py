@@ -1,0 +1,31 @@
+"""One convention for list arguments: a comma-separated word, checked item by item."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from common.cli import comma_list
+
+
+def test_comma_lists_parse_convert_and_refuse_bad_items() -> None:
+    ap = argparse.ArgumentParser(prog="x", exit_on_error=False)
+    ap.add_argument("--n", type=comma_list(int))
+    ap.add_argument("--model", type=comma_list(choices=["a", "b"]))
+    assert ap.parse_args(["--n", "6, 12,", "--model", "b"]) == argparse.Namespace(n=[6, 12], model=["b"])
+    for bad, why in ((["--n", "6,x"], "'x' in '6,x'"), (["--model", "a,c"], "'c' is not one of a, b"),
+                     (["--n", ","], "at least one")):
+        with pytest.raises(argparse.ArgumentError, match=why):
+            ap.parse_args(bad)
+
+
+def test_no_command_takes_a_space_separated_list() -> None:
+    """Every list option goes through `comma_list` (no `nargs` lists left in the entry points)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    packages = ("agents", "experiments", "coda_policy", "sim", "programs", "memory", "sandbox", "common")
+    offenders = [str(p.relative_to(root)) for pkg in packages
+                 for p in (root / pkg).rglob("*.py") if "nargs=" in p.read_text()]
+    assert not offenders, offenders
