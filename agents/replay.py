@@ -25,6 +25,7 @@ from typing import Any
 from agents.config import RunConfig
 from agents.graph.rundir import RunDir, read_metrics
 from common.cli import UsageError, run_cli
+from common.cli import console as cli_console
 
 PER_ROUND = ("programs", "scenes", "episodes", "validity", "diagnoses", "snapshots")
 
@@ -280,9 +281,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(a: argparse.Namespace) -> int:
-    from rich.console import Console
 
-    console, run = Console(), RunDir(a.run_dir)
+    console, run = cli_console(), RunDir(a.run_dir)
     with open_app(run) as app:
         if a.show:
             show(app, run, a.show, console, full=a.full)

@@ -29,6 +29,7 @@ from typing import Any
 from agents.config import METHODS, PRESETS, RunConfig
 from agents.graph.rundir import RunDir, read_metrics
 from common.cli import UsageError, run_cli
+from common.cli import console as cli_console
 
 BACKENDS = ("rules", "local", "openai", "replay")
 
@@ -348,12 +349,11 @@ def _main(a: argparse.Namespace, where: list[Path]) -> int:
         run.config.write_text(cfg.to_json())
     where.append(run.root)
     assert cfg is not None
-    from rich.console import Console
 
     from agents.graph.deps import QuietReporter
     from agents.graph.display import RichReporter, cost_table, summary_table
 
-    console = Console()
+    console = cli_console()
     console.print(f"[bold]CoDA[/] {cfg.method} · preset {cfg.preset} · llm {cfg.llm} · {cfg.rounds} rounds · "
                   f"families {', '.join(cfg.families)} · budget {cfg.budget}/family/round → {run.root}")
     t0 = time.perf_counter()

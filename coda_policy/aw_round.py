@@ -41,6 +41,7 @@ from coda_policy.awr import (
 from coda_policy.critic import ChunkCriticConfig
 from coda_policy.shaping import SHAPING_MODES, ShapingConfig, shape_episodes
 from coda_policy.threads import TRAIN_THREADS
+from common.cli import console as cli_console
 from common.registry import Registry
 from sim.episode import Episode
 from sim.families import get_family
@@ -359,10 +360,9 @@ def print_table(console: Any, cfg: AWRoundConfig, summary: dict[str, Any]) -> No
 
 def run(cfg: AWRoundConfig, console: Any = None) -> dict[str, Any]:
     """The whole round for every seed and mode; writes `<run>/aw_round_<modes>.json` and returns it."""
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    console = console or Console()
+    console = console or cli_console()
     ckpt = cfg.checkpoint_path
     if not ckpt.exists():
         raise FileNotFoundError(f"no SFT checkpoint at {ckpt}: run `python -m coda_policy.sft --name "

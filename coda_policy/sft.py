@@ -26,6 +26,7 @@ from coda_policy.dataset import ChunkDataset, load_episodes
 from coda_policy.evaluate import EvalResult, eval_scenes, evaluate, latency_ms
 from coda_policy.registry import make_policy
 from coda_policy.threads import WORKER_THREADS
+from common.cli import console as cli_console
 from common.registry import Registry
 from sim.families import get_family
 from sim.pool import EpisodeJob, EpisodePool
@@ -254,9 +255,8 @@ def evaluate_sets(cfg: SFTConfig, ckpt: Path, pool: EpisodePool, bar: Any) -> di
 
 def run(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
     """The whole pipeline; returns (and writes) the summary."""
-    from rich.console import Console
 
-    console = console or Console()
+    console = console or cli_console()
     t0 = time.perf_counter()
     run_dir = cfg.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -86,3 +86,18 @@ def run_cli(body: Callable[[], int], *, log_dir: Callable[[], Path | None] | Non
         if hint is not None and (text := hint()):
             print(text, file=sys.stderr)
         return 1
+
+
+def console(**kw: Any) -> Any:
+    """The `rich` console every command prints through. On a terminal, rich's own; piped or redirected
+    (a log file, `| less`), a sentence is never wrapped mid-line (`soft_wrap`) and tables are laid out
+    120 columns wide (`$COLUMNS` overrides) instead of rich's 80."""
+    import os
+
+    from rich.console import Console
+
+    if sys.stdout.isatty() or "width" in kw:
+        return Console(**kw)
+    width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else 120
+    return Console(soft_wrap=True, width=width, **kw)
+

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from common.cli import comma_list
+from common.cli import console as cli_console
 
 TARGETS = {"id": 0.95, "ood": 0.80}
 
@@ -64,7 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the rows to this JSON file")
     ap.add_argument("--check", action="store_true", help="exit 1 when an expert is below its target rate")
     a = ap.parse_args(argv)
-    from rich.console import Console
     from rich.table import Table
 
     from sim.families import FAMILIES
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['mean_steps']:.0f}",
             fails,
         )
-    Console().print(t)
+    cli_console().print(t)
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps(rows, indent=1))

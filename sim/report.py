@@ -8,6 +8,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from common.cli import console as cli_console
+
 
 def family_table(rows: list[dict]) -> list[dict]:
     """Per family and split: scenes, valid, expert success, and the failures with their phase."""
@@ -31,7 +33,6 @@ def family_table(rows: list[dict]) -> list[dict]:
 
 
 def write_summary(out: Path, rows: list[dict], seconds: float) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = family_table(rows)
@@ -48,7 +49,7 @@ def write_summary(out: Path, rows: list[dict], seconds: float) -> None:
             f"{r['expert_success']} ({pct:.0f}%)",
             ", ".join(r["failures"]) or "-",
         )
-    Console().print(t)
+    cli_console().print(t)
     (out / "summary.json").write_text(
         json.dumps({"seconds": round(seconds, 1), "families": table, "scenes": rows}, indent=1)
     )

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from common.cli import console as cli_console
+
 COLUMNS = (  # (header, row → text) of the per-round summary, console and HTML alike
     ("rnd", lambda r: str(r["round"])),
     ("ID", lambda r: _pct(r.get("eval_id"))),
@@ -53,7 +55,6 @@ class RichReporter:
     """Live progress on the console. Use as a context manager around the run."""
 
     def __init__(self, console: Any = None) -> None:
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -63,7 +64,7 @@ class RichReporter:
             TimeElapsedColumn,
         )
 
-        self.console = console or Console()
+        self.console = console or cli_console()
         self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                             MofNCompleteColumn(), TimeElapsedColumn(), console=self.console, transient=True)
         self._tasks: list[Any] = []

@@ -1,4 +1,5 @@
-"""One convention for list arguments: a comma-separated word, checked item by item."""
+"""Command-line conventions: one form for list arguments (a comma-separated word, checked item by item),
+and output that stays readable when piped."""
 
 from __future__ import annotations
 
@@ -29,3 +30,16 @@ def test_no_command_takes_a_space_separated_list() -> None:
     offenders = [str(p.relative_to(root)) for pkg in packages
                  for p in (root / pkg).rglob("*.py") if "nargs=" in p.read_text()]
     assert not offenders, offenders
+
+
+def test_piped_output_keeps_each_sentence_on_one_line() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sentence = "the quick brown fox " * 12
+    code = f"from common.cli import console; c = console(); c.print({sentence!r}); print(c.width)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={"PATH": "/usr/bin:/bin"}, cwd=Path(__file__).resolve().parents[2])
+    lines = done.stdout.splitlines()
+    assert lines[0].strip() == sentence.strip() and lines[1] == "120"  # not wrapped at rich's 80 columns
