@@ -98,6 +98,10 @@ class LearnConfig:
     awr_lr: float = 1e-4
     # critics cross-fitted over episodes for the advantages (1 = one critic on everything)
     awr_folds: int = 3
+    # share of each weighted-update minibatch drawn from expert demonstrations (the rest from the policy's
+    # own rollouts, failed ones included at their advantage weight; 1.0: demonstrations only, each chunk
+    # weighted by its advantage under the training program's potential)
+    awr_demo_fraction: float = 0.5
     # expert chunks start every this many steps of a demonstration
     demo_stride: int = 2
     # train each round on every expert demonstration so far (the bootstrap's and earlier rounds', beside the

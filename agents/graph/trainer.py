@@ -133,7 +133,7 @@ class PolicyTrainer:
         critic_cfg = ChunkCriticConfig(hidden=lc.critic_hidden, steps=lc.critic_steps,
                                        batch_size=lc.critic_batch, seed=seed)
         awr = AWRConfig(steps=lc.awr_steps, batch_size=lc.awr_batch, tau=lc.awr_tau, lr=lc.awr_lr, seed=seed,
-                        folds=lc.awr_folds)
+                        folds=lc.awr_folds, demo_fraction=lc.awr_demo_fraction)
         m = advantage_weighted_update(policy, table, critic_cfg, awr)
         cm, wm, um = m["critic"], m["weights"], m["update"]
         policy.save(out)
