@@ -80,6 +80,14 @@ TABLES.register("default", TablePreset(
     overrides={"llm": "rules", "rounds": 2, "budget": 6, "max_arms": 3, "eval_id": 2, "eval_ood": 2,
                "thumbnails": False, "variant_factors": 3, "diagnose_max": 8,
                "critic": CriticConfig(retries=0, allow_ood=True, ood_context=True)}))
+# A diagnostic of the weighted update, not a table of record (FINDINGS #8): `default` with the update's
+# minibatches drawn from expert demonstrations only (no rollout chunks), each weighted by its advantage.
+# Chosen after seeing seed 0 of `default` (SFT-updated methods above the advantage-weighted ones), so it
+# was picked on the frozen suites it is evaluated on; it shares `default`'s bootstraps and label.
+TABLES.register("default_demo_update", dataclasses.replace(
+    TABLES.get("default"), table="table1_demo_update", label="table1",
+    overrides={**TABLES.get("default").overrides,
+               "learn": dataclasses.replace(PRESETS.get("default").learn, awr_demo_fraction=1.0)}))
 # The paper's shape: five rounds at budget 8 (many hours on 2 cores).
 TABLES.register("full", TablePreset(run_preset="default", seeds=3, per_split=10, table="table1_full",
                                     overrides={"llm": "rules", "rounds": 5, "thumbnails": False}))
