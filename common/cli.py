@@ -11,6 +11,7 @@ log file whose path is printed with it.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -29,7 +30,6 @@ def comma_list(item: Callable[[str], Any] = str,
     """The argparse `type` of a list option: every list argument of every command is one comma-separated
     word (`--families pick_place,push`, `--n 6,12`), each item converted by `item` and, with `choices`,
     checked against them; a bad item is an argparse error naming it."""
-    import argparse
 
     def parse(text: str) -> list:
         out = []

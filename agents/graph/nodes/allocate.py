@@ -28,11 +28,11 @@ from agents.graph.nodes.arms import (
     editable_factors,
     load_program,
     mode_edits,
-    multi_variant_id,
-    multi_variant_program,
     save_program,
     seed_generation,
     seed_programs,
+    variant_id,
+    variant_program,
 )
 from agents.graph.nodes.work import stable_seed
 from agents.graph.state import RoundState, Slot, new_slot
@@ -68,7 +68,7 @@ def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -
     for _ in range(20 * k):
         if len(arms) >= k or not factors:
             break
-        if moved == 1:  # the single-factor draw as it always was (runs before variant_factors replay)
+        if moved == 1:  # the single-factor draw as before variant_factors: earlier runs draw the same arms
             picked = [factors[int(rng.integers(len(factors)))]]
         else:
             picked = [factors[int(i)] for i in sorted(rng.choice(len(factors), size=moved, replace=False))]
@@ -76,9 +76,9 @@ def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -
         for f in picked:
             sides = variant_sides(f)
             moves.append((f.name, sides[int(rng.integers(len(sides)))]))
-        mode = multi_variant_id(moves)
+        mode = variant_id(moves)
         if mode not in arms:
-            program = multi_variant_program(base, moves, round_no)
+            program = variant_program(base, moves, round_no)
             _, train = seed_programs(deps, family)
             arms[mode] = {"mode_id": mode, "program": save_program(deps, program, round_no),
                           "train_program": train, "template": ""}

@@ -69,37 +69,27 @@ def editable_factors(program: GenerationProgram) -> list[Any]:
     return [f for f in program.factors if movable(f)]
 
 
-def variant_id(factor: str, side: Any) -> str:
-    """Mode id of a single-factor variant: `var_<factor>_<side or value>`."""
-    return f"var_{slug(factor)}_{slug(str(side))}"
-
-
 def template_made(mode_id: str) -> bool:
     """An arm whose program is made from templates, never by the writer: the seed distribution, domain
     randomization, an exploration variant (`var_*`) or a composite of stored modes (`mix_*`)."""
     return mode_id in ("seed", "dr") or mode_id.startswith(("var_", "mix_"))
 
 
-def multi_variant_id(moves: Sequence[tuple[str, Any]]) -> str:
-    """Mode id of a variant that moves several factors: the single-factor ids' parts joined by `__`
-    (`var_obj_x_low__shape_block`); one move gives `variant_id`'s."""
+def variant_id(moves: Sequence[tuple[str, Any]]) -> str:
+    """Mode id of a variant: `var_<factor>_<side or value>` per moved factor, joined by `__`
+    (`var_obj_x_low`, `var_obj_x_low__shape_block`)."""
     return "var_" + "__".join(f"{slug(f)}_{slug(str(side))}" for f, side in moves)
 
 
-def variant_program(base: GenerationProgram, factor: str, side: Any, round_no: int) -> GenerationProgram:
-    """`base` with one factor moved past its training range (`programs.factor_space.variant_edit`)."""
-    return multi_variant_program(base, [(factor, side)], round_no)
-
-
-def multi_variant_program(base: GenerationProgram, moves: Sequence[tuple[str, Any]],
-                          round_no: int) -> GenerationProgram:
+def variant_program(base: GenerationProgram, moves: Sequence[tuple[str, Any]],
+                    round_no: int) -> GenerationProgram:
     """`base` with every factor of `moves` moved past its training range at once."""
     from programs.edits import edit_many
     from programs.factor_space import variant_edit
 
     changes = {f: variant_edit(base.factor(f), side) for f, side in moves}
     text = ", ".join(f"{f} -> {v}" for f, v in changes.items())
-    return edit_many(base, changes, mode_id=multi_variant_id(moves), round_no=round_no,
+    return edit_many(base, changes, mode_id=variant_id(moves), round_no=round_no,
                      diagnosis=f"variant: {text}")
 
 
