@@ -102,6 +102,12 @@ class LearnConfig:
     # own rollouts, failed ones included at their advantage weight; 1.0: demonstrations only, each chunk
     # weighted by its advantage under the training program's potential)
     awr_demo_fraction: float = 0.5
+    # the weighted update's learning-rate schedule: "constant", or "cosine" (warm-up then cosine, exactly
+    # as a round's SFT fine-tune: `finetune_warmup` of its steps)
+    awr_schedule: str = "constant"
+    # divide each weighted-update minibatch's loss by the sum of its weights (Σ w·l / Σ w): the advantages
+    # then redistribute emphasis between chunks without changing the step size (`AWRConfig.self_normalize`)
+    awr_self_normalize: bool = False
     # expert chunks start every this many steps of a demonstration
     demo_stride: int = 2
     # train each round on every expert demonstration so far (the bootstrap's and earlier rounds', beside the

@@ -26,11 +26,13 @@ from torch import Tensor
 
 from coda_policy.critic import ChunkCritic, ChunkCriticConfig, CriticData, fit_critic
 from coda_policy.features import collate, featurize
+from coda_policy.sft import warmup_cosine
 from coda_policy.shaping import ChunkBatch
 from coda_policy.threads import WORKER_THREADS
 from sim.episode import Episode, Observation
 
 POLICY_INPUTS = ("robot", "objects", "object_mask", "text")
+SCHEDULES = ("constant", "cosine")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,12 +61,25 @@ class AWRConfig:
     seed: int = 0
     # cross-fitting folds for Â (split by episode; 1 = in-sample), see `crossfit_advantages`
     folds: int = 3
+    # learning-rate schedule: "constant", or "cosine" (linear warm-up over `warmup` steps, then a cosine to
+    # zero: the schedule of a round's SFT fine-tune, `coda_policy.sft.train`)
+    schedule: str = "constant"
+    # warm-up steps of the cosine schedule
+    warmup: int = 0
+    # divide each minibatch's weighted loss by its weights' sum instead of its size (Σ w·l / Σ w, lerobot's
+    # convention): the weights then shift emphasis between chunks without changing the step size, and with
+    # equal weights the update is exactly SFT's loss on the same minibatch
+    self_normalize: bool = False
 
     def __post_init__(self) -> None:
         if self.tau <= 0 or self.w_max <= 0:
             raise ValueError(f"tau and w_max must be > 0, got {self.tau}, {self.w_max}")
         if not 0.0 <= self.demo_fraction <= 1.0:
             raise ValueError(f"demo_fraction must be in [0, 1], got {self.demo_fraction}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if not 0 <= self.warmup < max(1, self.steps):
+            raise ValueError(f"warmup must be in [0, steps), got {self.warmup} with {self.steps} steps")
 
 
 # ---- the math --------------------------------------------------------------------------------------
@@ -188,7 +203,10 @@ def advantage_weights(adv: Tensor, cfg: AWRConfig) -> tuple[Tensor, dict[str, fl
     w = awr_weights(normalise(adv), cfg.tau, cfg.w_max)
     return w, {"adv_mean": float(adv.mean()), "adv_std": float(adv.std()), "w_mean": float(w.mean()),
                "w_max": float(w.max()), "w_min": float(w.min()),
-               "w_at_cap": float((w >= cfg.w_max - 1e-6).float().mean())}
+               "w_at_cap": float((w >= cfg.w_max - 1e-6).float().mean()),
+               # Kish's effective sample size as a share of the chunks: 1 when every weight is equal, near 0
+               # when a few chunks carry the update
+               "w_ess": float(w.sum() ** 2 / (len(w) * (w ** 2).sum()).clamp_min(1e-12))}
 
 
 def advantage_groups(adv: Tensor, chunks: ChunkBatch) -> dict[str, float]:
@@ -209,13 +227,20 @@ def _minibatch(gen: torch.Generator, demo: Tensor, roll: Tensor, cfg: AWRConfig)
     return torch.cat(parts)
 
 
+def lr_factor(step: int, cfg: AWRConfig) -> float:
+    """The learning rate at `step` as a share of `cfg.lr`."""
+    return 1.0 if cfg.schedule == "constant" else warmup_cosine(step, cfg.warmup, cfg.steps)
+
+
 def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRConfig,
                     on_step: Any = None) -> dict[str, float]:
     """`cfg.steps` AdamW steps of `policy.forward(batch, weights=w)` on minibatches mixing demonstration
-    and rollout chunks; the policy is left in eval mode."""
+    and rollout chunks (weights divided by their minibatch mean when `cfg.self_normalize`), at the
+    schedule's learning rate; the policy is left in eval mode."""
     demo_mask = torch.as_tensor(table.chunks.demo)
     demo, roll = torch.nonzero(demo_mask).squeeze(1), torch.nonzero(~demo_mask).squeeze(1)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, cfg))
     gen = torch.Generator().manual_seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     policy.train()
@@ -223,11 +248,15 @@ def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRCon
     losses = []
     for step in range(cfg.steps):
         idx = _minibatch(gen, demo, roll, cfg)
-        loss, m = policy(_rows(table.inputs, idx, keys), weights=weights[idx])
+        w = weights[idx]
+        if cfg.self_normalize:
+            w = w / w.mean().clamp_min(1e-8)
+        loss, m = policy(_rows(table.inputs, idx, keys), weights=w)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
         opt.step()
+        sched.step()
         losses.append(m["flow_mse"])
         if on_step:
             on_step(step, m)

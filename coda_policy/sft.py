@@ -138,6 +138,14 @@ class _Ema:
         module.load_state_dict(self.shadow)
 
 
+def warmup_cosine(step: int, warmup: int, steps: int) -> float:
+    """The learning rate at `step` as a share of the peak: linear warm-up over `warmup` steps, then a cosine
+    to zero at `steps`."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
+
+
 def train(
     policy: Any,
     data: dict[str, torch.Tensor],
@@ -149,12 +157,7 @@ def train(
     n = len(data["actions"])
     opt = torch.optim.AdamW(policy.parameters(), lr=pc.lr, weight_decay=pc.weight_decay)
 
-    def lr_at(step: int) -> float:
-        if step < cfg.warmup:
-            return (step + 1) / cfg.warmup
-        return 0.5 * (1 + math.cos(math.pi * (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: warmup_cosine(step, cfg.warmup, cfg.steps))
     ema = _Ema(policy, cfg.ema) if cfg.ema > 0 else None
     gen = torch.Generator().manual_seed(pc.seed)
     torch.manual_seed(pc.seed)

@@ -57,7 +57,7 @@ class PolicyTrainer:
         from coda_policy.sft import SFTConfig, train
 
         cfg = SFTConfig(name="agents", demos=max(1, len(data.episodes)), steps=steps,
-                        warmup=max(1, min(200, steps // 10)), ema=0.0, policy=policy.config,
+                        warmup=finetune_warmup(steps), ema=0.0, policy=policy.config,
                         log_every=max(1, steps))
         return train(policy, data.tensors(), cfg)
 
@@ -133,13 +133,17 @@ class PolicyTrainer:
         critic_cfg = ChunkCriticConfig(hidden=lc.critic_hidden, steps=lc.critic_steps,
                                        batch_size=lc.critic_batch, seed=seed)
         awr = AWRConfig(steps=lc.awr_steps, batch_size=lc.awr_batch, tau=lc.awr_tau, lr=lc.awr_lr, seed=seed,
-                        folds=lc.awr_folds, demo_fraction=lc.awr_demo_fraction)
+                        folds=lc.awr_folds, demo_fraction=lc.awr_demo_fraction, schedule=lc.awr_schedule,
+                        warmup=finetune_warmup(lc.awr_steps) if lc.awr_schedule == "cosine" else 0,
+                        self_normalize=lc.awr_self_normalize)
         m = advantage_weighted_update(policy, table, critic_cfg, awr)
         cm, wm, um = m["critic"], m["weights"], m["update"]
         policy.save(out)
         return {"shaping": shaping, "episodes": len(episodes), "chunks": len(chunks),
                 "demo_chunks": int(chunks.demo.sum()), "return_mean": float(chunks.ret.mean()),
                 "critic_explained_var": float(cm.get("explained_var", float("nan"))), "w_mean": wm["w_mean"],
+                "w_ess": wm["w_ess"], "w_at_cap": wm["w_at_cap"],
+                **{k: wm[k] for k in ("adv_demo", "adv_rollout_success", "adv_rollout_failure")},
                 "flow_mse_last": um["flow_mse_last"], "train_s": round(time.perf_counter() - t0, 2)}
 
     def _shape(self, eps: list[Any], program: TrainingProgram, pc: Any, shaping: str) -> Any:
@@ -147,6 +151,11 @@ class PolicyTrainer:
 
         return shape_episodes(eps, ShapingConfig(mode=shaping), program, h=pc.chunk,
                               demo_stride=self.config.demo_stride, rollout_stride=pc.execute)
+
+
+def finetune_warmup(steps: int) -> int:
+    """Warm-up steps of a round's update of `steps` steps: a tenth, at least 1, at most 200."""
+    return max(1, min(200, steps // 10))
 
 
 def _concat(batches: list[tuple[int, Any]]) -> Any:

@@ -18,12 +18,14 @@ from coda_policy.awr import (
     crossfit_advantages,
     episode_folds,
     fit_table_critic,
+    lr_factor,
     normalise,
     weighted_update,
 )
 from coda_policy.configuration_object_token import ObjectTokenConfig
 from coda_policy.critic import ChunkCriticConfig
 from coda_policy.registry import make_policy
+from coda_policy.sft import warmup_cosine
 from coda_policy.shaping import SHAPING_MODES, ShapingConfig, shape_episodes
 from programs.seeds import seed_library
 from sim.episode import make_observation
@@ -75,6 +77,41 @@ def test_weighted_update_follows_the_weights(favour: float) -> None:
     assert favour * float(acts.mean()) > 0.3
 
 
+def test_schedule_is_sfts_warmup_cosine() -> None:
+    cos = AWRConfig(steps=100, schedule="cosine", warmup=10)
+    got = [lr_factor(s, cos) for s in range(100)]
+    assert got == [warmup_cosine(s, 10, 100) for s in range(100)]
+    assert got[0] == pytest.approx(0.1) and got[9] == pytest.approx(1.0) and got[-1] < 0.01
+    assert all(lr_factor(s, AWRConfig(steps=100)) == 1.0 for s in range(100))
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        AWRConfig(schedule="linear")
+    with pytest.raises(ValueError, match="warmup"):
+        AWRConfig(steps=10, schedule="cosine", warmup=10)
+
+
+def _trained(weights: torch.Tensor, cfg: AWRConfig) -> list[torch.Tensor]:
+    torch.manual_seed(0)
+    policy, table = _table([synthetic_episode(16, None), synthetic_episode(16, 12, policy="expert")])
+    weighted_update(policy, table, weights, cfg)
+    return [p.detach().clone() for p in policy.parameters()]
+
+
+def test_self_normalised_weights_keep_the_step_size() -> None:
+    """Self-normalised, only the weights' ratios within a minibatch matter: w and 4·w train identically (a
+    power of two, so the scaling is exact in floating point), and a constant weight exactly as SFT's
+    unweighted loss."""
+    _, table = _table([synthetic_episode(16, None), synthetic_episode(16, 12, policy="expert")])
+    n = len(table)
+    cfg = AWRConfig(steps=5, batch_size=16, lr=1e-3, self_normalize=True, schedule="cosine", warmup=1)
+    w = torch.rand(n, generator=torch.Generator().manual_seed(1)) + 0.1
+    for a, b in zip(_trained(w, cfg), _trained(4.0 * w, cfg), strict=True):
+        torch.testing.assert_close(a, b)
+    for a, b in zip(_trained(torch.ones(n), cfg), _trained(torch.full((n,), 4.0), cfg), strict=True):
+        torch.testing.assert_close(a, b)
+    assert any(not torch.allclose(a, b) for a, b in zip(_trained(torch.ones(n), cfg), _trained(w, cfg),
+                                                        strict=True))
+
+
 def test_critic_on_shaped_table_and_weights() -> None:
     eps = [synthetic_episode(24, 17), synthetic_episode(24, None), synthetic_episode(24, 20, policy="expert"),
            synthetic_episode(24, None)]
@@ -92,6 +129,9 @@ def test_critic_on_shaped_table_and_weights() -> None:
     assert adv.shape == (len(table),) and cm["folds"] == 2 and np.isfinite(cm["val_td_mse"])
     w, stats = advantage_weights(adv, AWRConfig(tau=0.5, w_max=4.0))
     assert w.shape == (len(table),) and (w >= 0).all() and (w <= 4.0).all() and stats["w_max"] <= 4.0
+    assert 0.0 < stats["w_ess"] <= 1.0
+    _, flat = advantage_weights(torch.zeros(len(table)), AWRConfig())
+    assert flat["w_ess"] == pytest.approx(1.0)
     groups = advantage_groups(adv, table.chunks)
     assert set(groups) == {"adv_demo", "adv_rollout_success", "adv_rollout_failure"}
 

@@ -1,0 +1,248 @@
+"""Which policy update turns a round's scenes into held-out success? A development measurement on scenes
+that are not the frozen suites, for choosing the update honestly.
+
+    python -m experiments.update_dev                         # every update, seed 0, two rounds
+    python -m experiments.update_dev --updates sft,aw --seeds 2
+
+Table 1's SFT-updated rows gained 10-17.5 pp OOD over their bootstrap, its advantage-weighted rows −5 to
++5 pp (FINDINGS #8-#10), and every change of the weighted update tried so far was measured on the frozen
+suites it is reported on. This measures the updates outside the table on a development set:
+
+- start from a seed's shared Table 1 bootstrap (the policy every cell starts from) and its seed demos;
+- each round, draw `budget` valid scenes per family, half in distribution and half with every factor out
+  of distribution (`experiments.ceiling`'s `mixed` source, its own seeds), with the expert's demos;
+- roll the update's current policy out on them (the rollouts the weighted update trains its critic on);
+- update as Table 1's `default` preset does (every demonstration so far replayed; the weighted update's
+  groups shaped by each family's seed training program), once per listed update;
+- evaluate every final policy on development scenes: `per_split` validated scenes per family in
+  distribution (`id`) and with every factor out (`ood`), drawn from `DEV_SEED`, disjoint from the frozen
+  suites' seeds, the loop's and the training draws'.
+
+Results land in `docs/results/findings/update_dev/` per (update, seed) as each finishes (a killed run
+resumes; demos, rollouts and policies are cached under `--out`), and `update_dev.md` is rebuilt from them.
+The frozen suites are never read here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.config import PRESETS, LearnConfig
+from common.cli import comma_list
+from experiments import ceiling
+from experiments import suites as frozen
+from experiments.table1 import ROOT, TABLES, cell_config, mean_se, provenance, sha256, shared_bootstrap
+
+DEV_SEED = 7_560_000  # the development scenes: disjoint from the suites (7_340_000), the ceiling's draws
+SPLITS = ("id", "ood")
+RESULTS = ROOT / "docs" / "results" / "findings"
+_BASE = PRESETS.get("default").learn
+
+
+def _learn(**over: Any) -> LearnConfig:
+    return dataclasses.replace(_BASE, **over)
+
+
+# update name → (the round's update: "sft" or "aw", its LearnConfig, what it is)
+UPDATES: dict[str, tuple[str, LearnConfig, str]] = {
+    "sft": ("sft", _BASE, "SFT fine-tune on every demo so far (lr 1e-3, warm-up + cosine)"),
+    "aw": ("aw", _BASE, "Table 1's weighted update: half rollouts, lr 1e-4 constant, mean-1 weights"),
+    "aw_flat": ("aw", _learn(awr_tau=1e9),
+                "the same with τ → ∞ (every weight 1): SFT on the demo/rollout mixture"),
+    "aw_demo_sched": ("aw", _learn(awr_demo_fraction=1.0, awr_lr=1e-3, awr_schedule="cosine",
+                                   awr_self_normalize=True),
+                      "demo chunks only at SFT's step and schedule, weights self-normalised per minibatch"),
+    "aw_demo_sched_flat": ("aw", _learn(awr_demo_fraction=1.0, awr_lr=1e-3, awr_schedule="cosine",
+                                        awr_self_normalize=True, awr_tau=1e9),
+                           "the same with τ → ∞: SFT through the weighted update's code path"),
+    "aw_mix_sched": ("aw", _learn(awr_lr=1e-3, awr_schedule="cosine", awr_self_normalize=True),
+                     "half rollouts at SFT's step and schedule, weights self-normalised per minibatch"),
+}
+
+
+def dev_scenes(families: Sequence[str], per_split: int, out: Path, pool: Any) -> list[tuple[str, str, Any]]:
+    """(family, split, SceneSpec) of the development set: validated draws from `DEV_SEED`, cached."""
+    from sim.scene import SceneSpec
+
+    scenes = []
+    for family in families:
+        fam_i = frozen.FAMILIES.index(family)
+        for split in SPLITS:
+            for i in range(per_split):
+                path = out / family / split / f"{i:02d}.json"
+                if not path.exists():
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(_valid_draw(family, fam_i, split, i, pool).to_json())
+                scenes.append((family, split, SceneSpec.from_json(path.read_text())))
+    return scenes
+
+
+def _valid_draw(family: str, fam_i: int, split: str, i: int, pool: Any) -> Any:
+    from sim.families import get_family
+
+    fam = get_family(family)
+    for start in range(0, frozen.MAX_DRAWS, 2):
+        cands = []
+        for a in range(start, start + 2):
+            rng = np.random.default_rng([DEV_SEED, fam_i, SPLITS.index(split), i, a])
+            values = fam.sample_factors(rng, ood=split == "ood")
+            cands.append(fam.make_scene(values, seed=DEV_SEED + 10_000 * SPLITS.index(split) + 100 * i + a))
+        checks = [pool.executor.submit(frozen._check, c.to_json()) for c in cands]
+        ok = [c for c, f in zip(cands, checks, strict=True) if f.result()[0]]
+        if ok:
+            return ok[0]
+    raise RuntimeError(f"{family}/{split} development scene {i}: no valid draw in {frozen.MAX_DRAWS}")
+
+
+def rollouts(policy: Path, demos: Sequence[Path], seed: int, out: Path, pool: Any,
+             max_steps: int | None) -> list[Path]:
+    """`policy` on every demo's scene, episodes saved under `out` (cached)."""
+    from coda_policy.awr import SeededPolicy
+    from sim.episode import Episode
+    from sim.pool import EpisodeJob
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{d.stem}.npz" for d in demos]
+    factory = SeededPolicy(str(policy), seed)
+    jobs = [EpisodeJob(scene=Episode.load(d).scene, policy=factory, out=p.with_suffix(""),
+                       max_steps=max_steps)
+            for d, p in zip(demos, paths, strict=True) if not p.exists()]
+    for r in pool.run(jobs):
+        if r.error is not None:
+            raise RuntimeError(f"rollout failed: {r.error}")
+    return paths
+
+
+def run_one(update: str, seed: int, *, rounds: int, budget: int, per_split: int, out: Path, boot_out: Path,
+            pool: Any) -> dict[str, Any]:
+    from agents.graph.trainer import PolicyTrainer
+    from programs.seeds import seed_library
+    from sim.episode import Episode
+
+    kind, learn, _ = UPDATES[update]
+    cfg = cell_config(TABLES.get("default"), "sft", seed, "rules", 2)
+    boot_run = shared_bootstrap(TABLES.get("default"), seed, "rules", 2, boot_out)
+    boot = boot_run / "policy" / "round_00.pt"
+    seen = sorted((boot_run / "episodes" / "round_00").glob("demo_*.npz"))
+    trainer, policy, library = PolicyTrainer(learn, seed=seed), boot, seed_library()
+    work = out / f"{update}_seed{seed}"
+    work.mkdir(parents=True, exist_ok=True)
+    t0, info = time.perf_counter(), []
+    for r in range(1, rounds + 1):
+        eps = ceiling.demos(cfg.families, "mixed", r, budget, out / "demos", pool)
+        seen += eps
+        nxt = work / f"round_{r:02d}.pt"
+        if nxt.exists():
+            policy = nxt
+            continue
+        if kind == "sft":
+            info.append(trainer.finetune(policy, seen, nxt))
+        else:
+            ran = rollouts(policy, eps, seed, work / f"rollouts_{r:02d}", pool, cfg.rollout_max_steps)
+            groups = []
+            for family in cfg.families:
+                mine = [p for p in seen + ran if Episode.load(p).scene.family == family]
+                groups.append((library[family][1], mine))
+            info.append(trainer.aw_update(policy, groups, nxt, shaping="text2potential",
+                                          seed=seed + 1000 * r))
+        policy = nxt
+    scenes = dev_scenes(cfg.families, per_split, out / "dev_scenes", pool)
+    success = evaluate(policy, scenes, seed, pool, cfg.rollout_max_steps)
+    return {"update": update, "seed": seed, "rounds": rounds, "budget": budget, "per_split": per_split,
+            "families": list(cfg.families), "bootstrap_sha256": sha256(boot), "success": success,
+            "train": info, "wall_s": round(time.perf_counter() - t0, 1),
+            "code_commit": provenance("")["commit"]}
+
+
+def evaluate(policy: Path, scenes: Sequence[tuple[str, str, Any]], seed: int, pool: Any,
+             max_steps: int | None) -> dict[str, dict[str, float]]:
+    """Success (%) per family and split."""
+    from coda_policy.awr import SeededPolicy
+    from sim.pool import EpisodeJob
+
+    results = pool.run([EpisodeJob(scene=s, policy=SeededPolicy(str(policy), seed), max_steps=max_steps)
+                        for _, _, s in scenes])
+    acc: dict[str, dict[str, list[bool]]] = {}
+    for (family, split, _), r in zip(scenes, results, strict=True):
+        if r.error is not None:
+            raise RuntimeError(f"development episode of {family}/{split} failed: {r.error}")
+        acc.setdefault(family, {}).setdefault(split, []).append(r.success)
+    return {f: {s: 100.0 * sum(v) / len(v) for s, v in sp.items()} for f, sp in acc.items()}
+
+
+def averages(cell: dict[str, Any]) -> dict[str, float]:
+    fams = cell["success"].values()
+    return {s: sum(f[s] for f in fams) / len(cell["success"]) for s in SPLITS}
+
+
+def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
+    lines = ["| update | what it is | dev ID | dev OOD | weights' ESS | seeds |", "|---|---|---|---|---|---|"]
+    for name, (_, _, what) in UPDATES.items():
+        cs = [c for c in cells if c["update"] == name]
+        if not cs:
+            continue
+        vals = {s: mean_se([averages(c)[s] for c in cs]) for s in SPLITS}
+        ess = [t["w_ess"] for c in cs for t in c["train"] if "w_ess" in t]
+        shown = " | ".join(f"{vals[s]['mean']:.1f} ± {vals[s]['se']:.1f}" for s in SPLITS)
+        lines.append(f"| `{name}` | {what} | {shown} | {f'{np.mean(ess):.2f}' if ess else '–'} | "
+                     f"{sorted(c['seed'] for c in cs)} |")
+    c0 = cells[0]
+    return ("\n".join(lines) + f"\n\nSuccess in % on development scenes ({c0['per_split']} per family and "
+            f"split, drawn from seed {DEV_SEED}, never the frozen suites), mean ± standard error over seeds, "
+            f"averaged over the four families; {c0['rounds']} rounds of {c0['budget']} scenes per family "
+            f"from each seed's Table 1 bootstrap. Command: `{command}` · computed at "
+            f"{', '.join(sorted({c['code_commit'] for c in cells}))} · {provenance(command)['versions']}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.update_dev",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--updates", type=comma_list(choices=list(UPDATES)), default=list(UPDATES),
+                    help=f"comma-separated, of {', '.join(UPDATES)}")
+    ap.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 (each with its Table 1 bootstrap)")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of updates (Table 1's default: 2)")
+    ap.add_argument("--budget", type=int, default=6, help="scenes per family per round (Table 1's: 6)")
+    ap.add_argument("--per-split", type=int, default=10, help="development scenes per family and split")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "update_dev",
+                    help="demos, rollouts, policies")
+    ap.add_argument("--bootstraps", type=Path, default=ROOT / "runs" / "table1_default",
+                    help="Table 1's run directories, whose shared bootstraps are reused (made if missing)")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="where update_dev/ and update_dev.md go")
+    a = ap.parse_args(argv)
+    if min(a.seeds, a.rounds, a.budget, a.per_split) < 1:
+        print("error: --seeds, --rounds, --budget and --per-split must be at least 1", file=sys.stderr)
+        return 2
+    from sim.pool import EpisodePool
+
+    given = argv if argv is not None else sys.argv[1:]
+    command = ("python -m experiments.update_dev " + " ".join(given)).strip()
+    (a.results / "update_dev").mkdir(parents=True, exist_ok=True)
+    with EpisodePool(2) as pool:
+        for seed in range(a.seeds):
+            for update in a.updates:
+                rec = a.results / "update_dev" / f"{update}_seed{seed}.json"
+                if rec.exists():
+                    continue
+                res = run_one(update, seed, rounds=a.rounds, budget=a.budget, per_split=a.per_split,
+                              out=a.out, boot_out=a.bootstraps, pool=pool)
+                rec.write_text(json.dumps(res, indent=1) + "\n")
+                avg = averages(res)
+                print(f"{update} seed {seed}: dev ID {avg['id']:.1f} %, dev OOD {avg['ood']:.1f} % "
+                      f"({res['wall_s']:.0f} s)", flush=True)
+                cells = [json.loads(p.read_text()) for p in sorted((a.results / "update_dev").glob("*.json"))]
+                (a.results / "update_dev.md").write_text(markdown(cells, command))
+    print((a.results / "update_dev.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
