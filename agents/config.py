@@ -19,6 +19,7 @@ from typing import Any, Literal
 from coda_policy.configuration_object_token import ObjectTokenConfig
 from common.registry import Registry
 from memory.ledger import AllocationConfig
+from sim.pool import EXECUTORS
 
 Generator = Literal["seed", "domain_randomization", "uniform", "scalar", "critic", "memory"]
 Update = Literal["none", "sft", "aw"]
@@ -292,8 +293,14 @@ class RunConfig:
     eval_seed0: int = 900_000
     # control-step limit of policy rollouts; None keeps each scene's own limit
     rollout_max_steps: int | None = None
-    # episode-pool worker processes (0 runs episodes in this process)
+    # episode-pool worker processes (0 runs episodes in this process); with executor "ray" and no
+    # ray_address, the CPUs of the local Ray instance
     workers: int = 2
+    # where the simulation work (validate, roll out, verify, evaluate) runs: "local" (this machine's process
+    # pool) or "ray" (`sim.ray_pool`; identical results, tests/sim/test_ray_pool.py)
+    executor: str = "local"
+    # the Ray cluster to join with executor "ray": None or "local" (start one here), "auto", "HOST:PORT"
+    ray_address: str | None = None
     # sandbox worker processes
     sandbox_workers: int = 1
     # render a thumbnail next to every accepted scene
@@ -310,6 +317,12 @@ class RunConfig:
         if self.workers < 0 or self.sandbox_workers < 1:
             raise ValueError(f"need workers >= 0 (0 runs episodes in this process) and sandbox_workers >= 1, "
                              f"got {self.workers} and {self.sandbox_workers}")
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"unknown executor {self.executor!r}; executors: {', '.join(EXECUTORS)}")
+        if self.ray_address is not None and self.executor != "ray":
+            raise ValueError("ray_address needs executor 'ray'")
+        if self.executor == "ray" and self.workers < 1:
+            raise ValueError("executor 'ray' needs workers >= 1 (workers 0 runs episodes in this process)")
         if self.learn.sft_steps < 0 or (self.learn.sft_steps == 0 and not self.learn.init_policy):
             raise ValueError(f"learn.sft_steps = {self.learn.sft_steps}: the bootstrap needs SFT steps >= 1, "
                              "or 0 with learn.init_policy (a policy to start from as given)")

@@ -4,6 +4,8 @@
     python -m agents.run --preset default --method scalar --rounds 5 --out runs/scalar
     python -m agents.run --out runs/smoke --resume            # continue from the last checkpoint
     python -m agents.run --out runs/smoke --resume --rounds 4 # ... and run two more rounds
+    python -m agents.run --preset smoke --executor ray        # simulation work on a local Ray instance
+    python -m agents.run --out runs/x --resume --ray-address auto  # ... or resumed on a Ray cluster
 
 LLM backends: rules (no model), local (embedded llama.cpp), openai (--base-url/--model, key from
 $OPENAI_API_KEY), replay (--replay-file; --record records unseen prompts through --record-backend).
@@ -30,6 +32,7 @@ from agents.config import METHODS, PRESETS, RunConfig
 from agents.graph.rundir import RunDir, read_metrics
 from common.cli import UsageError, run_cli
 from common.cli import console as cli_console
+from sim.pool import EXECUTORS
 
 BACKENDS = ("rules", "local", "openai", "replay")
 
@@ -52,7 +55,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--families", help="comma-separated task families")
     p.add_argument("--budget", type=int, help="accepted training scenes per family per round")
-    p.add_argument("--workers", type=int, help="episode-pool worker processes")
+    p.add_argument("--workers", type=int, help="episode-pool worker processes (with --executor ray and no "
+                   "--ray-address: the local Ray instance's CPUs)")
+    p.add_argument("--executor", help=f"where simulation work runs, one of {', '.join(EXECUTORS)}: local "
+                   "(this machine's process pool, the default) or ray")
+    p.add_argument("--ray-address", help="with --executor ray: local (start one here, the default), auto "
+                   "(the "
+                   "cluster `ray start --head` made) or HOST:PORT")
     p.add_argument("--seed", type=int)
     p.add_argument("--init-policy", type=Path, help="start from this policy checkpoint (e.g. pretrained)")
     p.add_argument("--quiet", action="store_true", help="no live progress (the tables still print)")
@@ -64,8 +73,11 @@ def make_config(a: argparse.Namespace) -> RunConfig:
     cfg = read_config_file(a.config) if a.config else PRESETS.get(a.preset)
     over: dict[str, Any] = {k: v for k, v in (("method", a.method), ("rounds", a.rounds), ("llm", a.llm),
                                               ("llm_model", a.model), ("llm_base_url", a.base_url),
-                                              ("budget", a.budget), ("workers", a.workers), ("seed", a.seed))
+                                              ("budget", a.budget), ("workers", a.workers), ("seed", a.seed),
+                                              ("executor", a.executor), ("ray_address", a.ray_address))
                             if v is not None}
+    if a.ray_address and not a.executor:
+        over["executor"] = "ray"
     if a.families:
         over["families"] = tuple(f.strip() for f in a.families.split(","))
     if a.init_policy:
@@ -78,6 +90,17 @@ def make_config(a: argparse.Namespace) -> RunConfig:
     for f in cfg.families:
         get_family(f)  # a typo fails now, with "did you mean"
     return cfg
+
+
+def check_executor(cfg: RunConfig) -> None:
+    """The Ray cluster a run joins can be reached, before any work."""
+    if cfg.executor == "ray":
+        from sim.ray_pool import check_address
+
+        try:
+            check_address(cfg.ray_address)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
 
 
 def check_backend(cfg: RunConfig, a: argparse.Namespace, run_root: Path) -> None:
@@ -216,11 +239,20 @@ def _resume_config(a: argparse.Namespace, run: RunDir) -> RunConfig:
             raise UsageError("--rounds must be >= 0")
         cfg = dataclasses.replace(cfg, rounds=a.rounds)
         run.config.write_text(cfg.to_json())
+    if a.executor or a.ray_address:  # where the work runs may change: the results do not depend on it
+        try:
+            cfg = dataclasses.replace(cfg, executor=a.executor or ("ray" if a.ray_address else "local"),
+                                      ray_address=a.ray_address)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        check_executor(cfg)
+        run.config.write_text(cfg.to_json())
     return cfg
 
 
 def _same_as_run(a: argparse.Namespace, cfg: RunConfig) -> None:
-    """On --resume only --rounds may change; a flag that repeats the run's own value is fine."""
+    """On --resume only --rounds (and where the work runs: --executor, --ray-address) may change; a flag
+    that repeats the run's own value is fine."""
     flags = {"method": cfg.method, "llm": cfg.llm, "model": cfg.llm_model, "base_url": cfg.llm_base_url,
              "budget": cfg.budget, "workers": cfg.workers, "seed": cfg.seed,
              "families": ",".join(cfg.families), "config": None, "init_policy": None}
@@ -345,6 +377,7 @@ def _main(a: argparse.Namespace, where: list[Path]) -> int:
             raise UsageError(f"{out} already holds a run; pass --resume to continue it or choose another "
                              "--out")
         check_backend(cfg, a, run.root)
+        check_executor(cfg)
         check_out(out, resume=False)
         run.config.write_text(cfg.to_json())
     where.append(run.root)

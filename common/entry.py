@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "table1": ("experiments.table1", "Table 1: every method at equal budget on the frozen suites"),
     "ablations": ("experiments.ablations", "the Text2potential ablations inside the loop"),
     "ceiling": ("experiments.ceiling", "an oracle generator at Table 1's budget"),
+    "update-dev": ("experiments.update_dev", "the policy updates compared on development scenes"),
     "suites": ("experiments.suites", "check (or rebuild) the frozen evaluation suites"),
     "power": ("experiments.power", "the verification test's exact power per batch size"),
     "critic-replay": ("experiments.critic_replay", "re-diagnose and re-verify a finished run"),
@@ -30,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench-llm": ("agents.bench.llm", "the LLM backends' contract and speed"),
     "bench-critic": ("agents.bench.critic", "the critic against planted causes"),
     "bench-sandbox": ("sandbox.bench", "the sandbox's cost beside the pool without it"),
+    "bench-executors": ("sim.executor_bench", "episodes/s of the local pool beside Ray, N-machine estimate"),
 }
 
 

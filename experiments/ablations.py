@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
 
     share_table1_cells(a.results, preset, methods, seeds, out)
     run_cells(preset, a.preset, methods, seeds, critic="rules", workers=a.workers, out=out, results=a.results,
-              commit=a.commit, write=write)
+              commit=a.commit, write=write, executor=a.executor, ray_address=a.ray_address)
     table = write()
     print((a.results / f"{preset.table}.md").read_text())
     return 0 if table["equal_budget"] else 1

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from agents.config import METHODS, PRESETS, CriticConfig, RunConfig
 from common.registry import Registry
 from experiments import suites as frozen
+from sim.pool import EXECUTORS
 
 if TYPE_CHECKING:
     from sim.pool import EpisodePool
@@ -134,17 +135,18 @@ def _agents_run(args: list[str], log: Path) -> None:
                            f"log {log}:\n{tail}")
 
 
-def run_cell(cfg: RunConfig, run: Path) -> None:
-    """Start or continue the cell's run until it has every round."""
+def run_cell(cfg: RunConfig, run: Path, where: Sequence[str] = ()) -> None:
+    """Start or continue the cell's run until it has every round; `where` are agents.run's executor flags
+    (`--executor ray --ray-address ADDR`), which change where its simulation work runs, never its results."""
     if len(metrics_rows(run)) >= cfg.rounds + 1:
         return
     run.mkdir(parents=True, exist_ok=True)
     if (run / "trace.sqlite").exists():
-        _agents_run(["--out", str(run), "--resume"], run / "agents_run.log")
+        _agents_run(["--out", str(run), "--resume", *where], run / "agents_run.log")
         return
     cfg_file = run / "table_config.json"
     cfg_file.write_text(cfg.to_json())
-    _agents_run(["--config", str(cfg_file), "--out", str(run)], run / "agents_run.log")
+    _agents_run(["--config", str(cfg_file), "--out", str(run), *where], run / "agents_run.log")
 
 
 def shared_bootstrap(preset: TablePreset, seed: int, critic: str, workers: int, out: Path) -> Path:
@@ -453,7 +455,8 @@ def _commit(paths: Sequence[Path], message: str) -> None:
 
 
 def run_table(preset_name: str, methods: Sequence[str], seeds: Sequence[int], *, critic: str, workers: int,
-              out: Path, results: Path, commit: bool, command: str, log: Any = print) -> dict[str, Any]:
+              out: Path, results: Path, commit: bool, command: str, log: Any = print, executor: str = "local",
+              ray_address: str | None = None) -> dict[str, Any]:
     """Every (method, seed) cell not yet recorded, then the table."""
     preset = TABLES.get(preset_name)
 
@@ -461,19 +464,27 @@ def run_table(preset_name: str, methods: Sequence[str], seeds: Sequence[int], *,
         return write_table(results, preset, preset_name, command)
 
     run_cells(preset, preset_name, methods, seeds, critic=critic, workers=workers, out=out, results=results,
-              commit=commit, write=write, log=log)
+              commit=commit, write=write, log=log, executor=executor, ray_address=ray_address)
     return write()
 
 
 def run_cells(preset: TablePreset, preset_name: str, methods: Sequence[str], seeds: Sequence[int], *,
               critic: str, workers: int, out: Path, results: Path, commit: bool, write: Any,
-              log: Any = print) -> None:
+              log: Any = print, executor: str = "local", ray_address: str | None = None) -> None:
     """Every (method, seed) cell of `preset` not yet recorded under `results/<preset.table>/`; `write()`
-    rebuilds the table after each finished cell."""
-    from sim.pool import EpisodePool
+    rebuilds the table after each finished cell. With `executor` "ray" the cells run as Ray tasks across the
+    cluster (`experiments.ray_cells`), their episodes and the evaluation as Ray tasks too."""
+    from sim.pool import make_pool
 
     (results / preset.table).mkdir(parents=True, exist_ok=True)
-    with EpisodePool(workers) as pool:  # the evaluation's workers, started once for the whole table
+    # the evaluation's workers, started once for the whole table
+    with make_pool(executor, workers, address=ray_address) as pool:
+        if executor == "ray":
+            from experiments.ray_cells import run_cells_on_ray
+
+            run_cells_on_ray(preset, preset_name, methods, seeds, critic=critic, workers=workers, out=out,
+                             results=results, commit=commit, write=write, pool=pool, log=log)
+            return
         for seed in seeds:
             _run_seed(preset, preset_name, methods, seed, critic=critic, workers=workers, out=out,
                       results=results, commit=commit, write=write, pool=pool, log=log)
@@ -503,19 +514,27 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
             seed_cell(run, boot)
         log(f"{method} seed {seed}: running {cfg.rounds} rounds in {run}")
         run_cell(cfg, run)
-        evals = evaluate_cell(cfg, run, preset, pool, shared=out / "_eval_cache")
-        rec = cell_record(cfg, run, evals, time.perf_counter() - t0, boot_hash, preset_name)
-        if boot_hash is not None and not rec["bootstrap_shared"]:
-            raise RuntimeError(f"{run}: its round-0 policy is not the shared bootstrap's "
-                               f"({rec['bootstrap_sha256'][:12]} vs {boot_hash[:12]})")
-        record.write_text(json.dumps(rec, indent=1) + "\n")
-        write()
-        log(f"{method} seed {seed}: avg OOD {sum(rec['ood'].values()) / len(rec['ood']):.1f} % "
-            f"({rec['wall_s']:.0f} s)")
-        if commit:
-            _commit([record, results / f"{preset.table}.json", results / f"{preset.table}.md"],
-                    f"{preset.table} {preset_name}: {method} seed {seed} (avg OOD "
-                    f"{sum(rec['ood'].values()) / len(rec['ood']):.1f} %)")
+        finish_cell(cfg, run, preset, preset_name, record, time.perf_counter() - t0, boot_hash, pool=pool,
+                    out=out, results=results, commit=commit, write=write, log=log)
+
+
+def finish_cell(cfg: RunConfig, run: Path, preset: TablePreset, preset_name: str, record: Path, wall_s: float,
+                boot_hash: str | None, *, pool: Any, out: Path, results: Path, commit: bool, write: Any,
+                log: Any) -> None:
+    """A finished cell's run on the frozen suites → its record (checked against the shared bootstrap), the
+    table rebuilt, and with `commit` both committed."""
+    evals = evaluate_cell(cfg, run, preset, pool, shared=out / "_eval_cache")
+    rec = cell_record(cfg, run, evals, wall_s, boot_hash, preset_name)
+    if boot_hash is not None and not rec["bootstrap_shared"]:
+        raise RuntimeError(f"{run}: its round-0 policy is not the shared bootstrap's "
+                           f"({rec['bootstrap_sha256'][:12]} vs {boot_hash[:12]})")
+    record.write_text(json.dumps(rec, indent=1) + "\n")
+    write()
+    ood = sum(rec["ood"].values()) / len(rec["ood"])
+    log(f"{cfg.method} seed {cfg.seed}: avg OOD {ood:.1f} % ({rec['wall_s']:.0f} s)")
+    if commit:
+        _commit([record, results / f"{preset.table}.json", results / f"{preset.table}.md"],
+                f"{preset.table} {preset_name}: {cfg.method} seed {cfg.seed} (avg OOD {ood:.1f} %)")
 
 
 def cell_arguments(ap: argparse.ArgumentParser) -> None:
@@ -524,6 +543,13 @@ def cell_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--workers", type=int, default=2, help="episode-pool workers per cell")
     ap.add_argument("--results", type=Path, default=ROOT / "docs" / "results", help="where the table goes")
     ap.add_argument("--commit", action="store_true", help="git-commit each finished cell and the table")
+    ap.add_argument("--executor", default="local", choices=EXECUTORS,
+                    help="local (cells one after another here) or ray (cells as Ray tasks across the "
+                         "cluster, "
+                         "their episodes too; --out must be on storage every node sees)")
+    ap.add_argument("--ray-address", help="with --executor ray: local (start one here; the default), auto "
+                    "(the "
+                    "cluster `ray start --head` made) or HOST:PORT")
 
 
 def checked_cells(presets: Registry[TablePreset], a: argparse.Namespace) -> tuple[TablePreset, list[str]]:
@@ -535,6 +561,12 @@ def checked_cells(presets: Registry[TablePreset], a: argparse.Namespace) -> tupl
         METHODS.get(m)
     if a.workers < 1:
         raise ValueError("--workers must be at least 1")
+    if a.ray_address:
+        a.executor = "ray"
+    if a.executor == "ray":
+        from sim.ray_pool import check_address
+
+        check_address(a.ray_address)
     frozen.manifest()
     return preset, methods
 
@@ -557,7 +589,8 @@ def main(argv: list[str] | None = None) -> int:
     out = a.out or ROOT / "runs" / f"table1_{a.preset}"
     command = "python -m experiments.table1 " + " ".join(argv if argv is not None else sys.argv[1:])
     table = run_table(a.preset, methods, seeds, critic=a.critic, workers=a.workers, out=out,
-                      results=a.results, commit=a.commit, command=command.strip())
+                      results=a.results, commit=a.commit, command=command.strip(), executor=a.executor,
+                      ray_address=a.ray_address)
     print((a.results / f"{preset.table}.md").read_text())
     return 0 if table["equal_budget"] else 1
 

@@ -11,6 +11,7 @@ success, phase timeline, failing phase, scene, keyframes).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,18 +95,19 @@ class Episode:
         }
 
     def save(self, path: str | Path) -> Path:
-        """Write `<path>.npz` and `<path>.json`; returns the npz path."""
+        """Write `<path>.npz` and `<path>.json`, each atomically (a temporary file renamed into place, so a
+        process killed while saving leaves no half-written episode, and a job run again rewrites the same
+        files); returns the npz path."""
         path = Path(path).with_suffix("")
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {k: np.stack([np.asarray(getattr(s, k)) for s in self.states]) for k in DYNAMIC}
-        np.savez_compressed(
-            path.with_suffix(".npz"),
-            actions=self.actions,
-            state_steps=self.state_steps,
-            phases=np.array(self.phases),
-            **{f"s_{k}": v for k, v in arrays.items()},
-        )
-        path.with_suffix(".json").write_text(json.dumps(self.meta(), indent=1))
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            np.savez_compressed(f, actions=self.actions, state_steps=self.state_steps,
+                                phases=np.array(self.phases), **{f"s_{k}": v for k, v in arrays.items()})
+        os.replace(tmp, path.with_suffix(".npz"))
+        tmp.write_text(json.dumps(self.meta(), indent=1))
+        os.replace(tmp, path.with_suffix(".json"))
         return path.with_suffix(".npz")
 
     @classmethod

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from sim.episode import Policy
+    from sim.ray_pool import RayEpisodePool
     from sim.scene import SceneSpec
 
 PolicyFactory = Callable[["SceneSpec"], "Policy"]
@@ -308,3 +309,22 @@ class _Scheduler:
                 self.todo.appendleft(i)
         self.running.clear()
         self.pool._restart()
+
+
+EXECUTORS = ("local", "ray")  # where batched simulation work runs: this machine's process pool, or Ray
+
+
+def make_pool(executor: str = "local", workers: int = 2, *, address: str | None = None,
+              job_timeout_s: float | None = None) -> EpisodePool | RayEpisodePool:
+    """The episode pool of `executor`: `EpisodePool` ("local", the default) or `sim.ray_pool.RayEpisodePool`
+    ("ray"; `address` None/"local" starts a local Ray instance of `workers` CPUs, "auto" or "HOST:PORT"
+    joins a cluster). Both speak `run(jobs)` and `executor.submit(fn, *args)` and give identical results."""
+    if executor == "local":
+        if address is not None:
+            raise ValueError("--ray-address needs --executor ray")
+        return EpisodePool(workers, job_timeout_s=job_timeout_s)
+    if executor == "ray":
+        from sim.ray_pool import RayEpisodePool
+
+        return RayEpisodePool(max(1, workers), address=address, job_timeout_s=job_timeout_s)
+    raise ValueError(f"unknown executor {executor!r}; executors: {', '.join(EXECUTORS)}")

@@ -61,6 +61,12 @@ CASES = [
          damage="config_replay", unchanged=True),
     Case("workers_negative", "agents.run", "--preset smoke --llm rules --workers -1 --out {tmp}/r", 2,
          "workers >= 0"),
+    Case("ray_address_unreachable", "agents.run",
+         "--preset smoke --llm rules --ray-address 127.0.0.1:9 --out {tmp}/r", 2, "nothing answers there"),
+    Case("ray_address_garbled", "agents.run", "--preset smoke --llm rules --executor ray --ray-address head "
+         "--out {tmp}/r", 2, "local, auto or HOST:PORT"),
+    Case("executor_typo", "agents.run", "--preset smoke --llm rules --executor rey --out {tmp}/r", 2,
+         "unknown executor 'rey'"),
     Case("rounds_negative", "agents.run", "--preset smoke --llm rules --rounds -1 --out {tmp}/r", 2,
          "rounds >= 0"),
     Case("init_policy_missing", "agents.run",
@@ -101,6 +107,8 @@ CASES = [
     Case("table_preset_typo", "experiments.table1", "--preset defualt", 2, "Did you mean"),
     Case("table_method_typo", "experiments.table1", "--preset smoke --methods codaa", 2, "Did you mean"),
     Case("table_workers_zero", "experiments.table1", "--preset smoke --workers 0", 2, "at least 1"),
+    Case("table_ray_unreachable", "experiments.table1", "--preset smoke --ray-address 127.0.0.1:9", 2,
+         "nothing answers there"),
 ]
 
 PROGRAM = '''

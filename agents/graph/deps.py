@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the real types, for readers and type checkers; importing th
     from sandbox import SandboxPool
     from sim.episode import Episode
     from sim.pool import EpisodePool
+    from sim.ray_pool import RayEpisodePool
 
 # `run_batch(items) -> outcomes`: each item (`agents.critic.verify.BatchItem`: program, factors, seed)
 # generated in the sandbox and rolled out with the current policy; outcomes have `success`,
@@ -201,7 +202,7 @@ class Deps:
     config: RunConfig
     run: RunDir
     sandbox: SandboxPool  # started
-    episodes: EpisodePool  # started
+    episodes: EpisodePool | RayEpisodePool  # started
     trainer: Trainer
     agents: Agents = field(default_factory=HelperAgents)
     llm: LLM | None = None  # None for the rules critic and writer
@@ -221,7 +222,7 @@ def open_deps(config: RunConfig, run_dir: str | Path, *, llm: Any = None, call_l
     at exit. `llm`, `trainer`, `agents` and `reporter` default to the real ones (no LLM = rules)."""
     from memory.ledger import Ledger
     from sandbox import PoolConfig, SandboxPool
-    from sim.pool import EpisodePool
+    from sim.pool import make_pool
 
     run = RunDir(run_dir)
     run.root.mkdir(parents=True, exist_ok=True)
@@ -233,7 +234,7 @@ def open_deps(config: RunConfig, run_dir: str | Path, *, llm: Any = None, call_l
         trainer = PolicyTrainer(config.learn, config.seed)
     with contextlib.ExitStack() as stack:
         sandbox = stack.enter_context(SandboxPool(PoolConfig(workers=config.sandbox_workers)))
-        episodes = EpisodePool(config.workers, job_timeout_s=600)
+        episodes = make_pool(config.executor, config.workers, address=config.ray_address, job_timeout_s=600)
         stack.callback(episodes.close)
         with ThreadPoolExecutor(1) as ex:  # workers warm up (seconds) while memory loads its embedder
             started = ex.submit(episodes.__enter__)

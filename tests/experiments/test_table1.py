@@ -5,6 +5,7 @@ the recorded cells. The numbers of the smoke table are not checked: it is far to
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -62,10 +63,18 @@ def test_a_mostly_fallen_back_diagnosis_cell_is_flagged():
     assert not table1.integrity(sft, rows)["flagged"]
 
 
-def test_smoke_table_end_to_end(tmp_path: Path):
-    out, results, seen = tmp_path / "runs", tmp_path / "results", []
+@pytest.fixture(scope="module")
+def smoke_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
+    """The smoke table run once here, locally: (cells' run directories, results, the table)."""
+    tmp = tmp_path_factory.mktemp("table1")
+    out, results = tmp / "runs", tmp / "results"
     table = table1.run_table("smoke", table1.TABLE_METHODS, [0], critic="rules", workers=1, out=out,
-                             results=results, commit=False, command="test", log=seen.append)
+                             results=results, commit=False, command="test", log=lambda _: None)
+    return out, results, table
+
+
+def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
+    out, results, table = smoke_table
     assert list(table["methods"]) == list(table1.TABLE_METHODS) and table["equal_budget"]
     cells = {m: json.loads((results / "table1_smoke" / f"{m}_seed0.json").read_text())
              for m in table1.TABLE_METHODS}
@@ -90,6 +99,32 @@ def test_smoke_table_end_to_end(tmp_path: Path):
     table1.run_table("smoke", table1.TABLE_METHODS, [0], critic="rules", workers=1, out=out,
                      results=results, commit=False, command="test", log=again.append)
     assert again == [f"{m} seed 0: recorded, skipped" for m in table1.TABLE_METHODS]
+
+
+SAME_ON_ANY_EXECUTOR = ("ood", "ood_single", "instruction", "id", "in", "curve", "accepted_per_round",
+                        "memory_per_round", "compiled", "integrity", "bootstrap_sha256", "bootstrap_shared")
+
+
+def test_smoke_cells_as_ray_tasks_match_the_local_ones(smoke_table: tuple[Path, Path, dict],
+                                                       tmp_path: Path):
+    """`--executor ray` on a local Ray instance: the CoDA cell, removed, runs again as a Ray task (its
+    episodes Ray tasks too); the SFT cell, still on disk, is only evaluated; the bootstrap runs as a task
+    (finished already, so nothing to do) and is evaluated. Every record matches the local table's."""
+    local_out, local_results, _ = smoke_table
+    out, results = tmp_path / "runs", tmp_path / "results"
+    shutil.copytree(local_out, out, ignore=shutil.ignore_patterns("coda_seed0", "_eval_cache"))
+    seen: list[str] = []
+    table = table1.run_table("smoke", ["sft", "coda"], [0], critic="rules", workers=2, out=out,
+                             results=results, commit=False, command="test", log=seen.append, executor="ray")
+    assert table["equal_budget"] and any("cells on Ray" in line for line in seen)
+    assert json.loads((out / "coda_seed0" / "config.json").read_text())["executor"] == "ray"
+    for m in ("sft", "coda"):
+        here = json.loads((results / "table1_smoke" / f"{m}_seed0.json").read_text())
+        there = json.loads((local_results / "table1_smoke" / f"{m}_seed0.json").read_text())
+        assert {k: here[k] for k in SAME_ON_ANY_EXECUTOR} == {k: there[k] for k in SAME_ON_ANY_EXECUTOR}, m
+    boot = "table1_smoke/bootstrap/seed0.json"
+    here, there = (json.loads((r / boot).read_text()) for r in (results, local_results))
+    assert here["id"] == there["id"] and here["bootstrap_sha256"] == there["bootstrap_sha256"]
 
 
 def test_cli_rejects_bad_input_before_running(capsys: pytest.CaptureFixture[str]):

@@ -1,0 +1,102 @@
+"""Table cells as Ray tasks across a cluster (`python -m experiments.table1 --executor ray`).
+
+Each seed's shared bootstrap runs first, as one task per seed; then every unrecorded (method, seed) cell
+runs as a task (`agents.run` in a subprocess on whichever node Ray picks, its episodes in turn Ray tasks on
+the same cluster). The driver evaluates each cell as it finishes, writes its record, rebuilds the table and,
+with `--commit`, commits it — exactly what the local path does, so a table may be started locally and
+finished on a cluster or the other way round. A cell is an ordinary run directory, so a task that dies
+(its node lost) is retried and resumes where the run's checkpoint stopped.
+
+What the cluster needs (README, "Scale out on Ray"): the package installed on every node, and `--out` on
+storage every node sees under the same path (run directories and checkpoints are plain files there).
+
+Cell tasks reserve no CPU (a cell mostly waits for its episodes, which do); at most `parallel` of them run at
+once (default: one per node alive), so a cell's training, which runs in its own process, does not crowd out
+the episodes every cell waits for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+CELL_RETRIES = 2  # a cell task whose node died runs again and resumes from its checkpoint
+
+
+def _cell_task(cfg_json: str, run: str, where: list[str]) -> float:
+    """Run (or resume) one cell to its last round on this node; returns its wall seconds."""
+    from agents.config import RunConfig
+    from experiments.table1 import run_cell
+
+    t0 = time.perf_counter()
+    run_cell(RunConfig.from_json(cfg_json), Path(run), where)
+    return time.perf_counter() - t0
+
+
+def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seeds: Sequence[int], *,
+                     critic: str, workers: int, out: Path, results: Path, commit: bool, write: Any, pool: Any,
+                     log: Any = print, parallel: int | None = None) -> None:
+    """The table's unrecorded cells as Ray tasks; each evaluated and recorded by this driver as it lands."""
+    import ray
+
+    from agents.config import METHODS
+    from experiments.table1 import (
+        _commit,
+        bootstrap_record,
+        cell_config,
+        finish_cell,
+        seed_cell,
+        sha256,
+    )
+
+    address = ray.get_runtime_context().gcs_address
+    where = ["--executor", "ray", "--ray-address", address]
+    task = ray.remote(_cell_task).options(num_cpus=0, max_retries=CELL_RETRIES, retry_exceptions=False,
+                                          scheduling_strategy="SPREAD")
+    parallel = parallel or max(1, sum(1 for n in ray.nodes() if n.get("Alive")))
+
+    def bounded(jobs: list[tuple[Any, ...]]) -> Any:
+        """Submit (cfg, run, payload) jobs, at most `parallel` in flight; yield (payload, wall_s) as each
+        ends."""
+        queue, running = list(jobs), {}
+        while queue or running:
+            while queue and len(running) < parallel:
+                cfg, run, payload = queue.pop(0)
+                running[task.remote(cfg.to_json(), str(run), where)] = payload
+            done, _ = ray.wait(list(running), num_returns=1)
+            payload = running.pop(done[0])
+            yield payload, ray.get(done[0])  # a cell that failed raises here, with its log's tail
+
+    boot_seeds = [s for s in seeds if any(METHODS.get(m).bootstrap_sft for m in methods)]
+    boot_jobs = []
+    for seed in boot_seeds:
+        cfg = cell_config(preset, "sft", seed, critic, workers)
+        boot_jobs.append((dataclasses.replace(cfg, rounds=0), out / f"_bootstrap_seed{seed}", seed))
+    boots: dict[int, Path] = {}
+    for seed, _ in bounded(boot_jobs):
+        boots[seed] = out / f"_bootstrap_seed{seed}"
+        path = bootstrap_record(preset, seed, critic, workers, out, results, pool)  # evaluated here
+        log(f"bootstrap seed {seed}: on the suites")
+        if commit:
+            _commit([path], f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
+    cells = []
+    for seed in seeds:
+        for method in methods:
+            record = results / preset.table / f"{method}_seed{seed}.json"
+            if record.exists():
+                log(f"{method} seed {seed}: recorded, skipped")
+                continue
+            cfg = cell_config(preset, method, seed, critic, workers)
+            run = out / f"{method}_seed{seed}"
+            boot_hash = None
+            if cfg.method_config.bootstrap_sft:
+                boot_hash = sha256(boots[seed] / "policy" / "round_00.pt")
+                seed_cell(run, boots[seed])
+            cells.append((cfg, run, (cfg, run, record, boot_hash)))
+    log(f"{len(cells)} cells on Ray at {address}, {parallel} at a time")
+    for (cfg, run, record, boot_hash), wall_s in bounded(cells):
+        finish_cell(cfg, run, preset, preset_name, record, wall_s, boot_hash, pool=pool, out=out,
+                    results=results, commit=commit, write=write, log=log)
