@@ -213,9 +213,18 @@ def advantage_groups(adv: Tensor, chunks: ChunkBatch) -> dict[str, float]:
     """Mean normalised Â of demonstration chunks and of rollout chunks from successful / failed episodes:
     a critic that learned anything ranks them demo ≳ success > failure."""
     a = normalise(adv).numpy()
-    groups = {"demo": chunks.demo, "rollout_success": ~chunks.demo & chunks.success,
-              "rollout_failure": ~chunks.demo & ~chunks.success}
+    demo, success = _mask(chunks.demo), _mask(chunks.success)
+    groups = {"demo": demo, "rollout_success": ~demo & success, "rollout_failure": ~demo & ~success}
     return {f"adv_{k}": float(a[m].mean()) if m.any() else float("nan") for k, m in groups.items()}
+
+
+def _mask(values: Any) -> np.ndarray:
+    """A boolean mask, refusing anything else: `~` of an integer array is no complement (~1 = -2), and
+    indexing with it picks rows by number."""
+    arr = np.asarray(values)
+    if arr.dtype != bool:
+        raise TypeError(f"expected a boolean mask, got dtype {arr.dtype}")
+    return arr
 
 
 def _minibatch(gen: torch.Generator, demo: Tensor, roll: Tensor, cfg: AWRConfig) -> Tensor:
@@ -237,7 +246,7 @@ def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRCon
     """`cfg.steps` AdamW steps of `policy.forward(batch, weights=w)` on minibatches mixing demonstration
     and rollout chunks (weights divided by their minibatch mean when `cfg.self_normalize`), at the
     schedule's learning rate; the policy is left in eval mode."""
-    demo_mask = torch.as_tensor(table.chunks.demo)
+    demo_mask = torch.as_tensor(_mask(table.chunks.demo))
     demo, roll = torch.nonzero(demo_mask).squeeze(1), torch.nonzero(~demo_mask).squeeze(1)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, cfg))

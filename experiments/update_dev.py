@@ -19,7 +19,9 @@ suites it is reported on. This measures the updates outside the table on a devel
   suites' seeds, the loop's and the training draws'.
 
 Results land in `docs/results/findings/update_dev/` per (update, seed) as each finishes (a killed run
-resumes; demos, rollouts and policies are cached under `--out`), and `update_dev.md` is rebuilt from them.
+resumes; demos, rollouts, policies and their update metrics are cached under `--out`), and `update_dev.md` is
+rebuilt from them; another `--per-split` gets its own folder and table (`update_dev_n<N>`) and re-evaluates
+the cached policies on the larger development set.
 The frozen suites are never read here.
 """
 
@@ -136,7 +138,9 @@ def run_one(update: str, seed: int, *, rounds: int, budget: int, per_split: int,
     trainer, policy, library = PolicyTrainer(learn, seed=seed), boot, seed_library()
     work = out / f"{update}_seed{seed}"
     work.mkdir(parents=True, exist_ok=True)
-    t0, info = time.perf_counter(), []
+    t0 = time.perf_counter()
+    log = work / "train.json"  # each round's update metrics, kept with the policies they made
+    info = json.loads(log.read_text()) if log.exists() else []
     for r in range(1, rounds + 1):
         eps = ceiling.demos(cfg.families, "mixed", r, budget, out / "demos", pool)
         seen += eps
@@ -154,6 +158,7 @@ def run_one(update: str, seed: int, *, rounds: int, budget: int, per_split: int,
                 groups.append((library[family][1], mine))
             info.append(trainer.aw_update(policy, groups, nxt, shaping="text2potential",
                                           seed=seed + 1000 * r))
+        log.write_text(json.dumps(info, indent=1))
         policy = nxt
     scenes = dev_scenes(cfg.families, per_split, out / "dev_scenes", pool)
     success = evaluate(policy, scenes, seed, pool, cfg.rollout_max_steps)
@@ -225,11 +230,13 @@ def main(argv: list[str] | None = None) -> int:
 
     given = argv if argv is not None else sys.argv[1:]
     command = ("python -m experiments.update_dev " + " ".join(given)).strip()
-    (a.results / "update_dev").mkdir(parents=True, exist_ok=True)
+    # one folder and table per development-set size: a larger set re-evaluates the cached policies
+    name = "update_dev" if a.per_split == 10 else f"update_dev_n{a.per_split}"
+    (a.results / name).mkdir(parents=True, exist_ok=True)
     with EpisodePool(2) as pool:
         for seed in range(a.seeds):
             for update in a.updates:
-                rec = a.results / "update_dev" / f"{update}_seed{seed}.json"
+                rec = a.results / name / f"{update}_seed{seed}.json"
                 if rec.exists():
                     continue
                 res = run_one(update, seed, rounds=a.rounds, budget=a.budget, per_split=a.per_split,
@@ -238,9 +245,9 @@ def main(argv: list[str] | None = None) -> int:
                 avg = averages(res)
                 print(f"{update} seed {seed}: dev ID {avg['id']:.1f} %, dev OOD {avg['ood']:.1f} % "
                       f"({res['wall_s']:.0f} s)", flush=True)
-                cells = [json.loads(p.read_text()) for p in sorted((a.results / "update_dev").glob("*.json"))]
-                (a.results / "update_dev.md").write_text(markdown(cells, command))
-    print((a.results / "update_dev.md").read_text())
+                cells = [json.loads(p.read_text()) for p in sorted((a.results / name).glob("*.json"))]
+                (a.results / f"{name}.md").write_text(markdown(cells, command))
+    print((a.results / f"{name}.md").read_text())
     return 0
 
 

@@ -159,12 +159,13 @@ def finetune_warmup(steps: int) -> int:
 
 
 def _concat(batches: list[tuple[int, Any]]) -> Any:
-    """One `ChunkBatch` from per-group batches; episode indices shifted by each group's offset."""
+    """One `ChunkBatch` from per-group batches; episode indices shifted by each group's offset, every
+    other column as it is (its dtype kept: the boolean `demo` and `success` masks must stay masks)."""
     if not batches:
         return None
     first = batches[0][1]
     cols = {}
     for f in dataclasses.fields(first):
-        parts = [getattr(b, f.name) + (off if f.name == "episode" else 0) for off, b in batches]
+        parts = [getattr(b, f.name) + off if f.name == "episode" else getattr(b, f.name) for off, b in batches]
         cols[f.name] = np.concatenate(parts)
     return type(first)(**cols)
