@@ -166,6 +166,7 @@ def _concat(batches: list[tuple[int, Any]]) -> Any:
     first = batches[0][1]
     cols = {}
     for f in dataclasses.fields(first):
-        parts = [getattr(b, f.name) + off if f.name == "episode" else getattr(b, f.name) for off, b in batches]
+        parts = [getattr(b, f.name) + off if f.name == "episode" else getattr(b, f.name)
+                 for off, b in batches]
         cols[f.name] = np.concatenate(parts)
     return type(first)(**cols)

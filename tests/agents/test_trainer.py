@@ -27,7 +27,8 @@ def test_concatenated_groups_keep_their_masks_and_shift_episodes() -> None:
     both = _concat([(0, a), (2, b)])
     for name in ("demo", "success", "bootstrap", "terminal"):
         assert getattr(both, name).dtype == bool, name
-        np.testing.assert_array_equal(getattr(both, name), np.concatenate([getattr(a, name), getattr(b, name)]))
+        joined = np.concatenate([getattr(a, name), getattr(b, name)])
+        np.testing.assert_array_equal(getattr(both, name), joined)
     np.testing.assert_array_equal(both.episode, np.concatenate([a.episode, b.episode + 2]))
     assert set(np.unique(both.episode)) == {0, 1, 2, 3}
     assert both.demo.any() and (~both.demo).any()
