@@ -109,6 +109,9 @@ class LearnConfig:
     # divide each weighted-update minibatch's loss by the sum of its weights (Σ w·l / Σ w): the advantages
     # then redistribute emphasis between chunks without changing the step size (`AWRConfig.self_normalize`)
     awr_self_normalize: bool = False
+    # which rollout chunks the weighted update imitates: "all", or "success" (successful rollouts only; the
+    # chunk critic still fits every chunk). See `AWRConfig.rollouts`
+    awr_rollouts: str = "all"
     # expert chunks start every this many steps of a demonstration
     demo_stride: int = 2
     # train each round on every expert demonstration so far (the bootstrap's and earlier rounds', beside the

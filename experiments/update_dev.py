@@ -66,6 +66,10 @@ UPDATES: dict[str, tuple[str, LearnConfig, str]] = {
     "aw_demo_sched_flat": ("aw", _learn(awr_demo_fraction=1.0, awr_lr=1e-3, awr_schedule="cosine",
                                         awr_self_normalize=True, awr_tau=1e9),
                            "the same with τ → ∞: SFT through the weighted update's code path"),
+    "aw_success_sched": ("aw", _learn(awr_lr=1e-3, awr_schedule="cosine", awr_self_normalize=True,
+                                      awr_rollouts="success"),
+                         "half successful-rollout chunks (failed ones only fit the critic) at SFT's step and "
+                         "schedule, self-normalised weights"),
     "aw_mix_sched": ("aw", _learn(awr_lr=1e-3, awr_schedule="cosine", awr_self_normalize=True),
                      "half rollouts at SFT's step and schedule, weights self-normalised per minibatch"),
 }

@@ -135,7 +135,7 @@ class PolicyTrainer:
         awr = AWRConfig(steps=lc.awr_steps, batch_size=lc.awr_batch, tau=lc.awr_tau, lr=lc.awr_lr, seed=seed,
                         folds=lc.awr_folds, demo_fraction=lc.awr_demo_fraction, schedule=lc.awr_schedule,
                         warmup=finetune_warmup(lc.awr_steps) if lc.awr_schedule == "cosine" else 0,
-                        self_normalize=lc.awr_self_normalize)
+                        self_normalize=lc.awr_self_normalize, rollouts=lc.awr_rollouts)
         m = advantage_weighted_update(policy, table, critic_cfg, awr)
         cm, wm, um = m["critic"], m["weights"], m["update"]
         policy.save(out)

@@ -18,6 +18,7 @@ from coda_policy.awr import (
     crossfit_advantages,
     episode_folds,
     fit_table_critic,
+    imitated,
     lr_factor,
     normalise,
     weighted_update,
@@ -110,6 +111,20 @@ def test_self_normalised_weights_keep_the_step_size() -> None:
         torch.testing.assert_close(a, b)
     assert any(not torch.allclose(a, b) for a, b in zip(_trained(torch.ones(n), cfg), _trained(w, cfg),
                                                         strict=True))
+
+
+def test_failed_rollouts_are_not_imitated_with_rollouts_success() -> None:
+    _, table = _table([synthetic_episode(16, None), synthetic_episode(16, 12), synthetic_episode(16, 12,
+                                                                                                policy="expert")])
+    c = table.chunks
+    demo, roll = imitated(c, AWRConfig())
+    assert set(demo.tolist()) == set(np.nonzero(c.demo)[0])
+    assert set(roll.tolist()) == set(np.nonzero(~c.demo)[0])
+    demo_s, roll_s = imitated(c, AWRConfig(rollouts="success"))
+    assert set(demo_s.tolist()) == set(demo.tolist())
+    assert set(roll_s.tolist()) == set(np.nonzero(~c.demo & c.success)[0]) and 0 < len(roll_s) < len(roll)
+    with pytest.raises(ValueError, match="rollouts must be one of"):
+        AWRConfig(rollouts="failed")
 
 
 def test_critic_on_shaped_table_and_weights() -> None:
