@@ -15,16 +15,17 @@ from programs.model import GenerationProgram, TrainingProgram
 from sandbox import SandboxPool
 from sim.episode import Episode
 from sim.pool import EpisodePool
+from sim.ray_pool import RayEpisodePool
 
 NAMES = {"np": np, "LLM": LLM, "CallLog": CallLog, "Diagnosis": Diagnosis, "DifficultyMode": DifficultyMode,
          "Ledger": Ledger, "Memory": Memory, "Verdict": Verdict, "GenerationProgram": GenerationProgram,
          "TrainingProgram": TrainingProgram, "SandboxPool": SandboxPool, "Episode": Episode,
-         "EpisodePool": EpisodePool}
+         "EpisodePool": EpisodePool, "RayEpisodePool": RayEpisodePool}
 
 
 def test_deps_fields_are_the_real_types():
     hints = typing.get_type_hints(Deps, globalns={**vars(deps_module), **NAMES})
-    assert hints["sandbox"] is SandboxPool and hints["episodes"] is EpisodePool
+    assert hints["sandbox"] is SandboxPool and hints["episodes"] == EpisodePool | RayEpisodePool
     assert hints["memory"] == Memory | None and hints["llm"] == LLM | None
 
 
