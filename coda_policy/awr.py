@@ -86,8 +86,8 @@ class AWRConfig:
             raise ValueError(f"rollouts must be one of {', '.join(ROLLOUTS)}, got {self.rollouts!r}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
-        if not 0 <= self.warmup < max(1, self.steps):
-            raise ValueError(f"warmup must be in [0, steps), got {self.warmup} with {self.steps} steps")
+        if not 0 <= self.warmup <= self.steps:
+            raise ValueError(f"warmup must be in [0, steps], got {self.warmup} with {self.steps} steps")
 
 
 # ---- the math --------------------------------------------------------------------------------------

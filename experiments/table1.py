@@ -81,22 +81,9 @@ TABLES.register("default", TablePreset(
     overrides={"llm": "rules", "rounds": 2, "budget": 6, "max_arms": 3, "eval_id": 2, "eval_ood": 2,
                "thumbnails": False, "variant_factors": 3, "diagnose_max": 8,
                "critic": CriticConfig(retries=0, allow_ood=True, ood_context=True)}))
-# A diagnostic of the weighted update, not a table of record (FINDINGS #8): `default` with the update's
-# minibatches drawn from expert demonstrations only (no rollout chunks), each weighted by its advantage.
-# Chosen after seeing seed 0 of `default` (SFT-updated methods above the advantage-weighted ones), so it
-# was picked on the frozen suites it is evaluated on; it shares `default`'s bootstraps and label.
-def _default_with_learn(table: str, **learn: Any) -> TablePreset:
-    """`default` with some `LearnConfig` fields changed, its cells in `<table>`, sharing its bootstraps."""
-    base = TABLES.get("default")
-    return dataclasses.replace(base, table=table, label="table1", overrides={
-        **base.overrides, "learn": dataclasses.replace(PRESETS.get("default").learn, **learn)})
-
-
-TABLES.register("default_demo_update", _default_with_learn("table1_demo_update", awr_demo_fraction=1.0))
-# The same, with the weighted update at SFT's step size (awr_lr 1e-3, the policy's own learning rate) and
-# its minibatches mixed as in `default`: the one change FINDINGS #9 names. Chosen after seeing `default`'s
-# seed 0, like the diagnostic above.
-TABLES.register("default_aw_step", _default_with_learn("table1_aw_step", awr_lr=1e-3))
+# The two diagnostic presets of FINDINGS #9-#10 (`default_demo_update`, `default_aw_step`) measured the
+# weighted update as it was before FINDINGS #11, while a bug drew its "rollout" half from every chunk; they
+# are gone with that update, and their cells are kept in docs/results/findings/table1_mask_bug/.
 # The paper's shape: five rounds at budget 8 (many hours on 2 cores).
 TABLES.register("full", TablePreset(run_preset="default", seeds=3, per_split=10, table="table1_full",
                                     overrides={"llm": "rules", "rounds": 5, "thumbnails": False}))

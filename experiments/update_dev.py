@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.config import PRESETS, LearnConfig
+from agents.config import PRESETS, WEIGHTED_UPDATE_BEFORE, LearnConfig
 from common.cli import comma_list
 from experiments import ceiling
 from experiments import suites as frozen
@@ -51,18 +51,24 @@ _BASE = PRESETS.get("default").learn
 
 
 def _learn(**over: Any) -> LearnConfig:
-    return dataclasses.replace(_BASE, **over)
+    """The earlier weighted update (`WEIGHTED_UPDATE_BEFORE`) with `over` changed: every row names its
+    settings against that one, whatever `LearnConfig`'s defaults are now."""
+    return dataclasses.replace(_BASE, **{**WEIGHTED_UPDATE_BEFORE, **over})
 
 
 # update name → (the round's update: "sft" or "aw", its LearnConfig, what it is)
 UPDATES: dict[str, tuple[str, LearnConfig, str]] = {
     "sft": ("sft", _BASE, "SFT fine-tune on every demo so far (lr 1e-3, warm-up + cosine)"),
-    "aw": ("aw", _BASE, "Table 1's weighted update: half rollouts, lr 1e-4 constant, mean-1 weights"),
+    "aw": ("aw", _learn(),
+           "the weighted update before FINDINGS #11: half rollouts, lr 1e-4 constant, mean-1 weights"),
     "aw_flat": ("aw", _learn(awr_tau=1e9),
                 "the same with τ → ∞ (every weight 1): SFT on the demo/rollout mixture"),
     "aw_demo_sched": ("aw", _learn(awr_demo_fraction=1.0, awr_lr=1e-3, awr_schedule="cosine",
                                    awr_self_normalize=True),
                       "demo chunks only at SFT's step and schedule, weights self-normalised per minibatch"),
+    "aw_demo_sched_tau3": ("aw", _learn(awr_demo_fraction=1.0, awr_lr=1e-3, awr_schedule="cosine",
+                                        awr_self_normalize=True, awr_tau=3.0),
+                           "the same at τ = 3 (tempered weights: exp(Â/3), more chunks carry the update)"),
     "aw_demo_sched_flat": ("aw", _learn(awr_demo_fraction=1.0, awr_lr=1e-3, awr_schedule="cosine",
                                         awr_self_normalize=True, awr_tau=1e9),
                            "the same with τ → ∞: SFT through the weighted update's code path"),

@@ -87,7 +87,7 @@ def test_schedule_is_sfts_warmup_cosine() -> None:
     with pytest.raises(ValueError, match="schedule must be one of"):
         AWRConfig(schedule="linear")
     with pytest.raises(ValueError, match="warmup"):
-        AWRConfig(steps=10, schedule="cosine", warmup=10)
+        AWRConfig(steps=10, schedule="cosine", warmup=11)
 
 
 def _trained(weights: torch.Tensor, cfg: AWRConfig) -> list[torch.Tensor]:
