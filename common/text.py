@@ -113,12 +113,15 @@ class TextEmbedder:
                     self._mem[t] = np.load(p)
                 else:
                     todo.append(t)
-            if todo:
-                for t, e in zip(todo, self._compute(todo), strict=True):
-                    self._mem[t] = e
-                    if (p := self._disk(t)) is not None:
-                        p.parent.mkdir(parents=True, exist_ok=True)
-                        np.save(p, e)
+            # each text alone: batched, a text is padded to its batch's longest and its embedding moves in
+            # the last bits (~1e-7) with whatever else was asked for together, so a process's history
+            # changed every policy input downstream (rollouts differed between processes, FINDINGS #11)
+            for t in todo:
+                e = self._compute([t])[0]
+                self._mem[t] = e
+                if (p := self._disk(t)) is not None:
+                    p.parent.mkdir(parents=True, exist_ok=True)
+                    np.save(p, e)
             return np.stack([self._mem[t] for t in texts]) if texts else np.zeros((0, DIM), np.float32)
 
     def embed(self, text: str) -> np.ndarray:

@@ -39,7 +39,7 @@ def test_batch_equals_single(embedder: TextEmbedder) -> None:
     texts = ["a", "a much longer sentence that pads the short one in a batch"]
     fresh = TextEmbedder()
     single = np.stack([fresh.embed(t) for t in texts])
-    np.testing.assert_allclose(TextEmbedder().embed_many(texts), single, atol=1e-5)
+    np.testing.assert_array_equal(TextEmbedder().embed_many(texts), single)  # bit for bit
 
 
 def test_disk_cache_is_used(tmp_path) -> None:
@@ -50,3 +50,14 @@ def test_disk_cache_is_used(tmp_path) -> None:
     np.save(files[0], np.full(DIM, 0.5, np.float32))  # a second embedder must read the file, not recompute
     assert np.all(TextEmbedder(cache_dir=tmp_path).embed("stack the blue cube") == 0.5)
     assert np.all(first.embed("stack the blue cube") == v)  # in-memory cache wins in the first one
+
+
+def test_an_embedding_does_not_depend_on_what_else_was_asked_for() -> None:
+    """Bit for bit: a text embedded alone, in a batch with a longer text, or after other texts gives the
+    same vector, so a worker's history never changes a policy's inputs (FINDINGS #11)."""
+    alone = TextEmbedder().embed_many(["red block"])[0]
+    batched = TextEmbedder().embed_many(["red block", "put the small wooden block inside the open container "
+                                         "on the left side of the table"])[0]
+    after = TextEmbedder()
+    after.embed_many(["open the drawer", "stack the cube on the peg"])
+    assert np.array_equal(alone, batched) and np.array_equal(alone, after.embed("red block"))
