@@ -144,6 +144,7 @@ def run_one(update: str, seed: int, *, rounds: int, budget: int, per_split: int,
     cfg = cell_config(TABLES.get("default"), "sft", seed, "rules", 2)
     boot_run = shared_bootstrap(TABLES.get("default"), seed, "rules", 2, boot_out)
     boot = boot_run / "policy" / "round_00.pt"
+    boot_sha = sha256(boot)  # before any training reads it
     seen = sorted((boot_run / "episodes" / "round_00").glob("demo_*.npz"))
     trainer, policy, library = PolicyTrainer(learn, seed=seed), boot, seed_library()
     work = out / f"{update}_seed{seed}"
@@ -173,7 +174,7 @@ def run_one(update: str, seed: int, *, rounds: int, budget: int, per_split: int,
     scenes = dev_scenes(cfg.families, per_split, out / "dev_scenes", pool)
     success = evaluate(policy, scenes, seed, pool, cfg.rollout_max_steps)
     return {"update": update, "seed": seed, "rounds": rounds, "budget": budget, "per_split": per_split,
-            "families": list(cfg.families), "bootstrap_sha256": sha256(boot), "success": success,
+            "families": list(cfg.families), "bootstrap_sha256": boot_sha, "success": success,
             "train": info, "wall_s": round(time.perf_counter() - t0, 1),
             "code_commit": provenance("")["commit"]}
 
@@ -214,7 +215,9 @@ def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
     return ("\n".join(lines) + f"\n\nSuccess in % on development scenes ({c0['per_split']} per family and "
             f"split, drawn from seed {DEV_SEED}, never the frozen suites), mean ± standard error over seeds, "
             f"averaged over the four families; {c0['rounds']} rounds of {c0['budget']} scenes per family "
-            f"from each seed's Table 1 bootstrap. Command: `{command}` · computed at "
+            f"from each seed's Table 1 bootstrap (sha256 "
+            f"{', '.join(sorted({c['bootstrap_sha256'][:12] for c in cells}))}). Command: `{command}` · "
+            f"computed at "
             f"{', '.join(sorted({c['code_commit'] for c in cells}))} · {provenance(command)['versions']}\n")
 
 
@@ -255,9 +258,10 @@ def main(argv: list[str] | None = None) -> int:
                 avg = averages(res)
                 print(f"{update} seed {seed}: dev ID {avg['id']:.1f} %, dev OOD {avg['ood']:.1f} % "
                       f"({res['wall_s']:.0f} s)", flush=True)
-                cells = [json.loads(p.read_text()) for p in sorted((a.results / name).glob("*.json"))]
-                (a.results / f"{name}.md").write_text(markdown(cells, command))
-    print((a.results / f"{name}.md").read_text())
+    cells = [json.loads(p.read_text()) for p in sorted((a.results / name).glob("*.json"))]
+    if cells:  # rebuilt from every record, whatever this call ran
+        (a.results / f"{name}.md").write_text(markdown(cells, command))
+        print((a.results / f"{name}.md").read_text())
     return 0
 
 

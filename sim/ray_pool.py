@@ -36,8 +36,9 @@ from sim.pool import ONE_THREAD, EpisodeJob, EpisodeResult, _warm, run_job
 MAX_RETRIES = 3  # Ray's retries of a task whose worker process died
 
 
-class JobTimeout(Exception):
-    """A job ran past the pool's `job_timeout_s`."""
+class JobTimeout(BaseException):
+    """A job ran past the pool's `job_timeout_s`. A BaseException, like KeyboardInterrupt, so that no
+    `except Exception` inside the episode (a scene compile, a policy) turns it into another error."""
 
 
 @contextmanager

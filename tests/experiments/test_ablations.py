@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -84,8 +85,12 @@ def test_no_refine_uses_the_written_program(monkeypatch: pytest.MonkeyPatch):
         assert ("agreement_refined" in info) == bool(calls)
 
 
-def test_smoke_ablation_end_to_end_shares_the_coda_cell(tmp_path: Path):
+def test_smoke_ablation_end_to_end_shares_the_coda_cell(tmp_path: Path, smoke_table: tuple[Path, Path, dict]):
+    """On a copy of the smoke table's cells: the bootstrap and the `coda` cell are Table 1's (only the
+    `coda_sparse` cell runs here)."""
     out, results = tmp_path / "runs", tmp_path / "results"
+    shutil.copytree(smoke_table[0], out)
+    shutil.copytree(smoke_table[1], results)
     assert ablations.main(["--preset", "smoke", "--methods", "coda_sparse,coda", "--out", str(out),
                            "--results", str(results)]) == 0
     table = json.loads((results / "ablations_smoke.json").read_text())

@@ -63,16 +63,6 @@ def test_a_mostly_fallen_back_diagnosis_cell_is_flagged():
     assert not table1.integrity(sft, rows)["flagged"]
 
 
-@pytest.fixture(scope="module")
-def smoke_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
-    """The smoke table run once here, locally: (cells' run directories, results, the table)."""
-    tmp = tmp_path_factory.mktemp("table1")
-    out, results = tmp / "runs", tmp / "results"
-    table = table1.run_table("smoke", table1.TABLE_METHODS, [0], critic="rules", workers=1, out=out,
-                             results=results, commit=False, command="test", log=lambda _: None)
-    return out, results, table
-
-
 def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
     out, results, table = smoke_table
     assert list(table["methods"]) == list(table1.TABLE_METHODS) and table["equal_budget"]

@@ -1,7 +1,8 @@
 """The episode pool on Ray (`sim.ray_pool`): the same results as the local process pool, every episode
 exactly once when a Ray worker is killed in the middle of a batch, a hard per-episode limit, the executor
-surface the loop's validation uses — and the same smoke run on the pool and on Ray. Each test starts a local
-Ray instance of two CPUs (`ray.init(num_cpus=2)`) and stops it."""
+surface the loop's validation uses. The module starts one local Ray instance of two CPUs
+(`ray.init(num_cpus=2)`) and stops it at the end. The same smoke run on the pool and on Ray, compared record
+for record, is `tests/experiments/test_table1.py::test_smoke_cells_as_ray_tasks_match_the_local_ones`."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import pytest
 from sim.episode import Episode
 from sim.families import get_family
 from sim.pool import EpisodeJob, EpisodePool, make_pool
-from sim.ray_pool import RayEpisodePool
 from sim.scene import SceneSpec
 from sim.world import DYNAMIC
 
@@ -59,7 +59,7 @@ class KillOnce:
 class Sleepy:
     def __call__(self, scene: SceneSpec):
         def policy(obs):
-            time.sleep(0.5)
+            time.sleep(2.0)
             return np.zeros(7)
 
         return policy if scene.seed == 1 else NoisyPolicy()(scene)
@@ -118,12 +118,12 @@ def test_a_killed_worker_loses_no_episode_and_duplicates_none(tmp_path: Path, ra
 def test_an_episode_past_its_limit_fails_alone(ray_pool) -> None:
     scenes = _scenes(3)
     jobs = [EpisodeJob(scene=s, policy=Sleepy(), max_steps=STEPS) for s in scenes]
-    ray_pool.job_timeout_s = 3
+    ray_pool.job_timeout_s = 12  # the sleepy episode needs 60 s; the others a second or two
     try:
         results = ray_pool.run(jobs)
     finally:
         ray_pool.job_timeout_s = None
-    assert "past its 3 s limit" in (results[1].error or "")
+    assert (results[1].error or "").startswith("job ran past its 12 s limit")
     assert results[0].error is None and results[2].error is None
 
 
@@ -133,31 +133,3 @@ def test_make_pool_rejects_what_it_cannot_run() -> None:
     with pytest.raises(ValueError, match="--ray-address needs --executor ray"):
         make_pool("local", address="auto")
 
-
-def _without_cost(row: dict) -> dict:
-    return {k: v for k, v in row.items() if k not in ("cost", "cost_total", "wall_s", "time")}
-
-
-def test_the_same_smoke_run_on_the_pool_and_on_ray(tmp_path: Path, ray_pool) -> None:
-    """One CoDA round of the smoke preset (real sandbox, simulator and memory; the torch-free trainer's
-    picklable policy) with its episodes on the local pool and on Ray: the same metrics, diagnoses and
-    verdicts."""
-    from agents.graph.deps import open_deps
-    from agents.graph.rundir import read_metrics
-    from tests.agents.graphkit import config, run_graph
-    from tests.fakes.agents import ScriptedAgents
-    from tests.fakes.trainer import FakeTrainer
-
-    runs = {}
-    for executor in ("local", "ray"):
-        cfg = config("coda", workers=2, executor=executor)
-        with open_deps(cfg, tmp_path / executor, trainer=FakeTrainer(), agents=ScriptedAgents()) as deps:
-            # on Ray, the run joins the module's local instance (one per process)
-            assert isinstance(deps.episodes, RayEpisodePool if executor == "ray" else EpisodePool)
-            run_graph(deps)
-        runs[executor] = tmp_path / executor
-    rows = {k: [_without_cost(r) for r in read_metrics(p / "metrics.jsonl")] for k, p in runs.items()}
-    assert rows["local"] == rows["ray"] and len(rows["ray"]) == 2
-    assert rows["ray"][1]["critic"]["diagnoses"] >= 1
-    found = {k: sorted(f.read_text() for f in (p / "diagnoses").rglob("*.json")) for k, p in runs.items()}
-    assert found["local"] == found["ray"] and found["ray"]

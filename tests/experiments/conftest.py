@@ -1,0 +1,22 @@
+"""The smoke table, run once per test session and shared by the tests that read it (Table 1's, the Ray
+executor's, the ablations'): it is the slowest fixture of the suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments import table1
+
+
+@pytest.fixture(scope="session")
+def smoke_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
+    """The smoke table run once here, locally: (cells' run directories, results, the table)."""
+    tmp = tmp_path_factory.mktemp("table1")
+    out, results = tmp / "runs", tmp / "results"
+    table = table1.run_table("smoke", table1.TABLE_METHODS, [0], critic="rules", workers=1, out=out,
+                             results=results, commit=False, command="test", log=lambda _: None)
+    return out, results, table
+
+
