@@ -48,6 +48,7 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
         bootstrap_record,
         cell_config,
         finish_cell,
+        pending_cell,
         seed_cell,
         sha256,
     )
@@ -85,12 +86,10 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
     cells = []
     for seed in seeds:
         for method in methods:
-            record = results / preset.table / f"{method}_seed{seed}.json"
-            if record.exists():
-                log(f"{method} seed {seed}: recorded, skipped")
+            todo = pending_cell(preset, method, seed, critic, workers, out, results, log)
+            if todo is None:
                 continue
-            cfg = cell_config(preset, method, seed, critic, workers)
-            run = out / f"{method}_seed{seed}"
+            cfg, run, record = todo
             boot_hash = None
             if cfg.method_config.bootstrap_sft:
                 boot_hash = sha256(boots[seed] / "policy" / "round_00.pt")

@@ -487,12 +487,10 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
         if commit:
             _commit([path], f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
     for method in methods:
-        record = results / preset.table / f"{method}_seed{seed}.json"
-        if record.exists():
-            log(f"{method} seed {seed}: recorded, skipped")
+        todo = pending_cell(preset, method, seed, critic, workers, out, results, log)
+        if todo is None:
             continue
-        cfg = cell_config(preset, method, seed, critic, workers)
-        run = out / f"{method}_seed{seed}"
+        cfg, run, record = todo
         t0 = time.perf_counter()
         boot_hash = None
         if cfg.method_config.bootstrap_sft:
@@ -503,6 +501,16 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
         run_cell(cfg, run)
         finish_cell(cfg, run, preset, preset_name, record, time.perf_counter() - t0, boot_hash, pool=pool,
                     out=out, results=results, commit=commit, write=write, log=log)
+
+
+def pending_cell(preset: TablePreset, method: str, seed: int, critic: str, workers: int, out: Path,
+                 results: Path, log: Any) -> tuple[RunConfig, Path, Path] | None:
+    """(config, run directory, record path) of a cell still to run; None (and a log line) when recorded."""
+    record = results / preset.table / f"{method}_seed{seed}.json"
+    if record.exists():
+        log(f"{method} seed {seed}: recorded, skipped")
+        return None
+    return cell_config(preset, method, seed, critic, workers), out / f"{method}_seed{seed}", record
 
 
 def finish_cell(cfg: RunConfig, run: Path, preset: TablePreset, preset_name: str, record: Path, wall_s: float,
