@@ -73,8 +73,8 @@ class AWRConfig:
     self_normalize: bool = False
     # which rollout chunks the update imitates: "all", or "success" (chunks of successful rollouts only; the
     # critic still learns from every chunk). With Text2potential the cross-fitted critic ranks failed
-    # rollouts' chunks above demonstrations' (mean normalised Â +0.5 to +0.9 against −0.05 on the
-    # development runs, FINDINGS #11), so "all" weights the policy toward its own failures
+    # rollouts' chunks above demonstrations' (mean normalised Â +0.2 to +0.9 against about −0.05 on
+    # the development runs, FINDINGS #11), so "all" weights the policy toward its own failures
     rollouts: str = "all"
 
     def __post_init__(self) -> None:
