@@ -144,11 +144,16 @@ def run_one(update: str, seed: int, *, rounds: int, budget: int, per_split: int,
     cfg = cell_config(TABLES.get("default"), "sft", seed, "rules", 2)
     boot_run = shared_bootstrap(TABLES.get("default"), seed, "rules", 2, boot_out)
     boot = boot_run / "policy" / "round_00.pt"
-    boot_sha = sha256(boot)  # before any training reads it
     seen = sorted((boot_run / "episodes" / "round_00").glob("demo_*.npz"))
     trainer, policy, library = PolicyTrainer(learn, seed=seed), boot, seed_library()
     work = out / f"{update}_seed{seed}"
     work.mkdir(parents=True, exist_ok=True)
+    # the bootstrap these policies were trained from, hashed before any training read it and kept with
+    # them (a re-evaluation of cached policies must not name whatever file is in the folder now)
+    mark = work / "bootstrap.sha256"
+    if not mark.exists():
+        mark.write_text(sha256(boot))
+    boot_sha = mark.read_text().strip()
     t0 = time.perf_counter()
     log = work / "train.json"  # each round's update metrics, kept with the policies they made
     info = json.loads(log.read_text()) if log.exists() else []
