@@ -60,8 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--executor", help=f"where simulation work runs, one of {', '.join(EXECUTORS)}: local "
                    "(this machine's process pool, the default) or ray")
     p.add_argument("--ray-address", help="with --executor ray: local (start one here, the default), auto "
-                   "(the "
-                   "cluster `ray start --head` made) or HOST:PORT")
+                   "(the cluster `ray start --head` made) or HOST:PORT")
     p.add_argument("--seed", type=int)
     p.add_argument("--init-policy", type=Path, help="start from this policy checkpoint (e.g. pretrained)")
     p.add_argument("--quiet", action="store_true", help="no live progress (the tables still print)")

@@ -17,7 +17,6 @@ the episodes every cell waits for.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,8 +44,8 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
     from agents.config import METHODS
     from experiments.table1 import (
         _commit,
+        bootstrap_cell,
         bootstrap_record,
-        cell_config,
         finish_cell,
         pending_cell,
         seed_cell,
@@ -72,13 +71,10 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
             yield payload, ray.get(done[0])  # a cell that failed raises here, with its log's tail
 
     boot_seeds = [s for s in seeds if any(METHODS.get(m).bootstrap_sft for m in methods)]
-    boot_jobs = []
-    for seed in boot_seeds:
-        cfg = cell_config(preset, "sft", seed, critic, workers)
-        boot_jobs.append((dataclasses.replace(cfg, rounds=0), out / f"_bootstrap_seed{seed}", seed))
+    boot_jobs = [(*bootstrap_cell(preset, seed, critic, workers, out), seed) for seed in boot_seeds]
     boots: dict[int, Path] = {}
     for seed, _ in bounded(boot_jobs):
-        boots[seed] = out / f"_bootstrap_seed{seed}"
+        boots[seed] = bootstrap_cell(preset, seed, critic, workers, out)[1]
         path = bootstrap_record(preset, seed, critic, workers, out, results, pool)  # evaluated here
         log(f"bootstrap seed {seed}: on the suites")
         if commit:

@@ -136,10 +136,16 @@ def run_cell(cfg: RunConfig, run: Path, where: Sequence[str] = ()) -> None:
     _agents_run(["--config", str(cfg_file), "--out", str(run), *where], run / "agents_run.log")
 
 
-def shared_bootstrap(preset: TablePreset, seed: int, critic: str, workers: int, out: Path) -> Path:
-    """The seed's bootstrap (round 0 only, SFT on seed demonstrations), run once."""
+def bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: int,
+                   out: Path) -> tuple[RunConfig, Path]:
+    """The config and run directory of the seed's bootstrap: round 0 only, SFT on seed demonstrations."""
     cfg = dataclasses.replace(cell_config(preset, "sft", seed, critic, workers), rounds=0)
-    run = out / f"_bootstrap_seed{seed}"
+    return cfg, out / f"_bootstrap_seed{seed}"
+
+
+def shared_bootstrap(preset: TablePreset, seed: int, critic: str, workers: int, out: Path) -> Path:
+    """The seed's bootstrap, run once."""
+    cfg, run = bootstrap_cell(preset, seed, critic, workers, out)
     run_cell(cfg, run)
     return run
 
@@ -215,7 +221,7 @@ def bootstrap_record(preset: TablePreset, seed: int, critic: str, workers: int, 
     if path.exists():
         return path
     boot = shared_bootstrap(preset, seed, critic, workers, out)
-    cfg = dataclasses.replace(cell_config(preset, "sft", seed, critic, workers), rounds=0)
+    cfg, _ = bootstrap_cell(preset, seed, critic, workers, out)
     evals = evaluate_cell(cfg, boot, preset, pool, shared=out / "_eval_cache")["round_00"]
     path.parent.mkdir(parents=True, exist_ok=True)
     splits = {split: {f: evals[f][split] for f in cfg.families} for split in frozen.SPLITS}

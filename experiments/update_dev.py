@@ -42,7 +42,16 @@ from agents.config import PRESETS, WEIGHTED_UPDATE_BEFORE, LearnConfig
 from common.cli import comma_list
 from experiments import ceiling
 from experiments import suites as frozen
-from experiments.table1 import ROOT, TABLES, cell_config, mean_se, provenance, sha256, shared_bootstrap
+from experiments.table1 import (
+    ROOT,
+    TABLES,
+    cell_config,
+    evaluate,
+    mean_se,
+    provenance,
+    sha256,
+    shared_bootstrap,
+)
 
 DEV_SEED = 7_560_000  # the development scenes: disjoint from the suites (7_340_000), the ceiling's draws
 SPLITS = ("id", "ood")
@@ -81,10 +90,22 @@ UPDATES: dict[str, tuple[str, LearnConfig, str]] = {
 }
 
 
-def dev_scenes(families: Sequence[str], per_split: int, out: Path, pool: Any) -> list[tuple[str, str, Any]]:
-    """(family, split, SceneSpec) of the development set: validated draws from `DEV_SEED`, cached."""
-    from sim.scene import SceneSpec
+@dataclasses.dataclass(frozen=True)
+class DevScene:
+    """One development scene on disk (what `experiments.table1.evaluate` reads, like a frozen suite's)."""
 
+    path: Path
+    family: str
+    split: str
+
+    def load(self) -> Any:
+        from sim.scene import SceneSpec
+
+        return SceneSpec.from_json(self.path.read_text())
+
+
+def dev_scenes(families: Sequence[str], per_split: int, out: Path, pool: Any) -> list[DevScene]:
+    """The development set: validated draws from `DEV_SEED`, cached under `out`."""
     scenes = []
     for family in families:
         fam_i = frozen.FAMILIES.index(family)
@@ -94,7 +115,7 @@ def dev_scenes(families: Sequence[str], per_split: int, out: Path, pool: Any) ->
                 if not path.exists():
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text(_valid_draw(family, fam_i, split, i, pool).to_json())
-                scenes.append((family, split, SceneSpec.from_json(path.read_text())))
+                scenes.append(DevScene(path, family, split))
     return scenes
 
 
@@ -115,17 +136,22 @@ def _valid_draw(family: str, fam_i: int, split: str, i: int, pool: Any) -> Any:
     raise RuntimeError(f"{family}/{split} development scene {i}: no valid draw in {frozen.MAX_DRAWS}")
 
 
+def _scene(episode: Path) -> dict[str, Any]:
+    """An episode's scene, read from its JSON sidecar (the arrays stay unread)."""
+    return json.loads(episode.with_suffix(".json").read_text())["scene"]
+
+
 def rollouts(policy: Path, demos: Sequence[Path], seed: int, out: Path, pool: Any,
              max_steps: int | None) -> list[Path]:
     """`policy` on every demo's scene, episodes saved under `out` (cached)."""
     from coda_policy.awr import SeededPolicy
-    from sim.episode import Episode
     from sim.pool import EpisodeJob
+    from sim.scene import SceneSpec
 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{d.stem}.npz" for d in demos]
     factory = SeededPolicy(str(policy), seed)
-    jobs = [EpisodeJob(scene=Episode.load(d).scene, policy=factory, out=p.with_suffix(""),
+    jobs = [EpisodeJob(scene=SceneSpec.model_validate(_scene(d)), policy=factory, out=p.with_suffix(""),
                        max_steps=max_steps)
             for d, p in zip(demos, paths, strict=True) if not p.exists()]
     for r in pool.run(jobs):
@@ -138,7 +164,6 @@ def run_one(update: str, seed: int, *, rounds: int, budget: int, per_split: int,
             pool: Any) -> dict[str, Any]:
     from agents.graph.trainer import PolicyTrainer
     from programs.seeds import seed_library
-    from sim.episode import Episode
 
     kind, learn, _ = UPDATES[update]
     cfg = cell_config(TABLES.get("default"), "sft", seed, "rules", 2)
@@ -168,10 +193,10 @@ def run_one(update: str, seed: int, *, rounds: int, budget: int, per_split: int,
             info.append(trainer.finetune(policy, seen, nxt))
         else:
             ran = rollouts(policy, eps, seed, work / f"rollouts_{r:02d}", pool, cfg.rollout_max_steps)
-            groups = []
-            for family in cfg.families:
-                mine = [p for p in seen + ran if Episode.load(p).scene.family == family]
-                groups.append((library[family][1], mine))
+            by_family: dict[str, list[Path]] = {f: [] for f in cfg.families}
+            for p in seen + ran:
+                by_family[_scene(p)["family"]].append(p)
+            groups = [(library[f][1], eps) for f, eps in by_family.items()]
             info.append(trainer.aw_update(policy, groups, nxt, shaping="text2potential",
                                           seed=seed + 1000 * r))
         log.write_text(json.dumps(info, indent=1))
@@ -182,22 +207,6 @@ def run_one(update: str, seed: int, *, rounds: int, budget: int, per_split: int,
             "families": list(cfg.families), "bootstrap_sha256": boot_sha, "success": success,
             "train": info, "wall_s": round(time.perf_counter() - t0, 1),
             "code_commit": provenance("")["commit"]}
-
-
-def evaluate(policy: Path, scenes: Sequence[tuple[str, str, Any]], seed: int, pool: Any,
-             max_steps: int | None) -> dict[str, dict[str, float]]:
-    """Success (%) per family and split."""
-    from coda_policy.awr import SeededPolicy
-    from sim.pool import EpisodeJob
-
-    results = pool.run([EpisodeJob(scene=s, policy=SeededPolicy(str(policy), seed), max_steps=max_steps)
-                        for _, _, s in scenes])
-    acc: dict[str, dict[str, list[bool]]] = {}
-    for (family, split, _), r in zip(scenes, results, strict=True):
-        if r.error is not None:
-            raise RuntimeError(f"development episode of {family}/{split} failed: {r.error}")
-        acc.setdefault(family, {}).setdefault(split, []).append(r.success)
-    return {f: {s: 100.0 * sum(v) / len(v) for s, v in sp.items()} for f, sp in acc.items()}
 
 
 def averages(cell: dict[str, Any]) -> dict[str, float]:

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sim.pool import ONE_THREAD, EpisodeJob, EpisodeResult, _warm, run_job
+from sim.pool import ONE_THREAD, EpisodeJob, EpisodeResult, _failed, _warm, run_job
 
 MAX_RETRIES = 3  # Ray's retries of a task whose worker process died
 
@@ -186,8 +186,7 @@ class RayEpisodePool:
                 except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
                         ray.exceptions.TaskUnschedulableError, ray.exceptions.RayTaskError) as e:
                     # retries exhausted (or the job could not be unpickled there): this job's result
-                    r = EpisodeResult(index=i, success=False, failing_phase=None, steps=0, wall_s=0.0,
-                                      path=None, error=f"{type(e).__name__}: {str(e).splitlines()[0]}")
+                    r = _failed(i, f"{type(e).__name__}: {str(e).splitlines()[0]}")
                 results[i] = r
                 if progress:
                     progress(r)
