@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from coda_policy.configuration_object_token import ObjectTokenConfig
+from coda_policy.device import check_device_spec
 from common.registry import Registry
 from memory.ledger import AllocationConfig
 from sim.pool import EXECUTORS
@@ -127,6 +128,17 @@ class LearnConfig:
     replay: bool = True
     # a checkpoint to start from instead of a fresh network (the "pretrained" policy of zero-shot)
     init_policy: str | None = None
+    # where training runs — the bootstrap SFT, each round's update and its chunk critics: cpu, cuda, cuda:N
+    # or auto (`coda_policy.device`; checkpoints are CPU tensors whatever the device)
+    device: str = "cpu"
+    # where the policy acts in rollouts, verification and evaluation episodes (each pool worker holds its
+    # own copy there). CPU by default even with a GPU for training: the object-token policy plans one chunk
+    # at batch size 1, a few milliseconds on one core (`coda_policy.threads`)
+    rollout_device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        check_device_spec(self.device)
+        check_device_spec(self.rollout_device)
 
 
 # The weighted update every run used before FINDINGS #11 (half of each minibatch from rollouts, failed ones

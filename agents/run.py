@@ -61,7 +61,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "(this machine's process pool, the default) or ray")
     p.add_argument("--ray-address", help="with --executor ray: local (start one here, the default), auto "
                    "(the cluster `ray start --head` made) or HOST:PORT")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--device", help="where training runs (bootstrap SFT, round updates, chunk critics): cpu "
+                   "(default), cuda, cuda:N or auto (a GPU when torch sees one)")
+    p.add_argument("--rollout-device", help="where the policy acts in episodes (each pool worker holds a "
+                   "copy): cpu (default), cuda, cuda:N or auto")
+    p.add_argument("--seed", type=int, help="the run's seed (scenes, sampling, training)")
     p.add_argument("--init-policy", type=Path, help="start from this policy checkpoint (e.g. pretrained)")
     p.add_argument("--quiet", action="store_true", help="no live progress (the tables still print)")
     return p.parse_args(argv)
@@ -83,12 +87,29 @@ def make_config(a: argparse.Namespace) -> RunConfig:
         if not a.init_policy.is_file():
             raise UsageError(f"no policy checkpoint at {a.init_policy}")
         over["learn"] = dataclasses.replace(cfg.learn, init_policy=str(a.init_policy.resolve()))
-    cfg = dataclasses.replace(cfg, **over)
+    cfg = with_devices(dataclasses.replace(cfg, **over), a)
     from sim.families import get_family
 
     for f in cfg.families:
         get_family(f)  # a typo fails now, with "did you mean"
     return cfg
+
+
+def with_devices(cfg: RunConfig, a: argparse.Namespace) -> RunConfig:
+    """`cfg` with --device / --rollout-device applied (ValueError on a malformed name)."""
+    devices = {k: v for k, v in (("device", a.device), ("rollout_device", a.rollout_device)) if v is not None}
+    return dataclasses.replace(cfg, learn=dataclasses.replace(cfg.learn, **devices)) if devices else cfg
+
+
+def check_devices(cfg: RunConfig) -> None:
+    """The run's devices exist on this machine, before any work (`auto` always does)."""
+    from coda_policy.device import DeviceUnavailable, resolve_device
+
+    for flag, spec in (("--device", cfg.learn.device), ("--rollout-device", cfg.learn.rollout_device)):
+        try:
+            resolve_device(spec)
+        except DeviceUnavailable as e:
+            raise UsageError(f"{flag}: {e}") from None
 
 
 def check_executor(cfg: RunConfig) -> None:
@@ -246,11 +267,19 @@ def _resume_config(a: argparse.Namespace, run: RunDir) -> RunConfig:
             raise UsageError(str(e)) from None
         check_executor(cfg)
         run.config.write_text(cfg.to_json())
+    if a.device or a.rollout_device:  # so may the devices (results move by float rounding only)
+        try:
+            cfg = with_devices(cfg, a)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        check_devices(cfg)
+        run.config.write_text(cfg.to_json())
     return cfg
 
 
 def _same_as_run(a: argparse.Namespace, cfg: RunConfig) -> None:
-    """On --resume only --rounds (and where the work runs: --executor, --ray-address) may change; a flag
+    """On --resume only --rounds (and where the work runs: --executor, --ray-address, --device,
+    --rollout-device) may change; a flag
     that repeats the run's own value is fine."""
     flags = {"method": cfg.method, "llm": cfg.llm, "model": cfg.llm_model, "base_url": cfg.llm_base_url,
              "budget": cfg.budget, "workers": cfg.workers, "seed": cfg.seed,
@@ -260,7 +289,8 @@ def _same_as_run(a: argparse.Namespace, cfg: RunConfig) -> None:
     if a.preset != "default" and a.preset != cfg.preset.split("+")[0]:
         changed.append("--preset")
     if changed:
-        raise UsageError(f"--resume continues the run as configured: only --rounds may change, not "
+        raise UsageError(f"--resume continues the run as configured: only --rounds (and where the work "
+                         f"runs: --executor, --ray-address, --device, --rollout-device) may change, not "
                          f"{', '.join(changed)}. For a what-if, fork it: python -m agents.replay "
                          f"{a.out} --fork STEP --out NEW")
 
@@ -377,6 +407,7 @@ def _main(a: argparse.Namespace, where: list[Path]) -> int:
                              "--out")
         check_backend(cfg, a, run.root)
         check_executor(cfg)
+        check_devices(cfg)
         check_out(out, resume=False)
         run.config.write_text(cfg.to_json())
     where.append(run.root)
@@ -387,7 +418,11 @@ def _main(a: argparse.Namespace, where: list[Path]) -> int:
 
     console = cli_console()
     console.print(f"[bold]CoDA[/] {cfg.method} · preset {cfg.preset} · llm {cfg.llm} · {cfg.rounds} rounds · "
-                  f"families {', '.join(cfg.families)} · budget {cfg.budget}/family/round → {run.root}")
+                  f"families {', '.join(cfg.families)} · budget {cfg.budget}/family/round"
+                  + (f" · device {cfg.learn.device}" if cfg.learn.device != "cpu" else "")
+                  + (f" · rollouts on {cfg.learn.rollout_device}" if cfg.learn.rollout_device != "cpu"
+                     else "")
+                  + f" → {run.root}")
     t0 = time.perf_counter()
     from agents.llm import LLMError
 

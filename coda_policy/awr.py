@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from coda_policy.critic import ChunkCritic, ChunkCriticConfig, CriticData, fit_critic
+from coda_policy.device import check_device_spec, module_device, resolve_device, to_device
 from coda_policy.features import collate, featurize
 from coda_policy.sft import warmup_cosine
 from coda_policy.shaping import ChunkBatch
@@ -76,6 +77,9 @@ class AWRConfig:
     # rollouts' chunks above demonstrations' (mean normalised Â +0.2 to +0.9 against about −0.05 on
     # the development runs, FINDINGS #11), so "all" weights the policy toward its own failures
     rollouts: str = "all"
+    # where the critic fits and the update run: cpu, cuda, cuda:N or auto (`coda_policy.device`); the
+    # policy is moved there and stays
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if self.tau <= 0 or self.w_max <= 0:
@@ -88,6 +92,7 @@ class AWRConfig:
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if not 0 <= self.warmup <= self.steps:
             raise ValueError(f"warmup must be in [0, steps], got {self.warmup} with {self.steps} steps")
+        check_device_spec(self.device)
 
 
 # ---- the math --------------------------------------------------------------------------------------
@@ -140,8 +145,8 @@ def pooled_features(policy: Any, inputs: dict[str, Tensor], batch_size: int = 51
     """The encoder's pooled features (N, d), detached, with the policy in eval mode."""
     was = policy.training
     policy.eval()
-    n = len(inputs["robot"])
-    out = [policy.encode(_rows(inputs, torch.arange(i, min(i + batch_size, n))))[2]
+    n, dev = len(inputs["robot"]), module_device(policy)
+    out = [policy.encode(to_device(_rows(inputs, torch.arange(i, min(i + batch_size, n))), dev))[2].cpu()
            for i in range(0, n, batch_size)]
     policy.train(was)
     return torch.cat(out).detach()
@@ -150,7 +155,7 @@ def pooled_features(policy: Any, inputs: dict[str, Tensor], batch_size: int = 51
 def norm_actions(policy: Any, actions: Tensor) -> Tensor:
     """Actions in the policy's normalised space (what the critic sees)."""
     with torch.no_grad():
-        return policy.normalizer.norm("actions", actions)
+        return policy.normalizer.norm("actions", actions.to(module_device(policy))).cpu()
 
 
 def critic_inputs(policy: Any, table: ChunkTable, potential_feature: bool = False) -> CriticData:
@@ -167,11 +172,14 @@ def critic_inputs(policy: Any, table: ChunkTable, potential_feature: bool = Fals
 
 
 def fit_table_critic(data: CriticData, cfg: ChunkCriticConfig, train: Tensor | None = None,
-                     val: Tensor | None = None) -> tuple[ChunkCritic, dict[str, float]]:
-    """A fresh critic fitted on rows `train` (default all) of `data`; metrics on `val` too."""
-    critic = ChunkCritic(data.feats.shape[1], data.actions.shape[1], data.actions.shape[2], cfg)
-    fit = data if train is None else data.subset(train)
-    metrics = fit_critic(critic, fit, val=None if val is None else data.subset(val))
+                     val: Tensor | None = None, device: str = "cpu") -> tuple[ChunkCritic, dict[str, float]]:
+    """A fresh critic fitted on rows `train` (default all) of `data`, on `device`; metrics on `val` too.
+    The critic is returned on `device`."""
+    dev = resolve_device(device)
+    critic = ChunkCritic(data.feats.shape[1], data.actions.shape[1], data.actions.shape[2], cfg).to(dev)
+    critic.reset_target()  # the target copy is a plain attribute, which `.to` does not move
+    fit = (data if train is None else data.subset(train)).to(dev)
+    metrics = fit_critic(critic, fit, val=None if val is None else data.subset(val).to(dev))
     return critic, metrics
 
 
@@ -183,24 +191,25 @@ def episode_folds(episode: np.ndarray, k: int, seed: int) -> list[Tensor]:
 
 @torch.no_grad()
 def advantages(critic: ChunkCritic, data: CriticData) -> Tensor:
-    """Â = Q(s, A) − V(s) (the minimum over twin Q heads)."""
-    return critic.q(data.feats, data.actions) - critic.v(data.feats)
+    """Â = Q(s, A) − V(s) (the minimum over twin Q heads), on the CPU."""
+    data = data.to(module_device(critic))
+    return (critic.q(data.feats, data.actions) - critic.v(data.feats)).cpu()
 
 
 def crossfit_advantages(data: CriticData, episode: np.ndarray, cfg: ChunkCriticConfig,
-                        folds: int) -> tuple[Tensor, dict[str, float]]:
+                        folds: int, device: str = "cpu") -> tuple[Tensor, dict[str, float]]:
     """Â of every chunk. With folds > 1 each chunk's Â comes from a critic that never saw its episode:
     on a few hundred transitions a critic memorises, V(s) copies Q(s, A_data) and in-sample Â shrinks to
     noise. Metrics are fold means ("val_*" on the held-out fold)."""
     if folds <= 1 or len(np.unique(episode)) < 2:
-        critic, metrics = fit_table_critic(data, cfg)
+        critic, metrics = fit_table_critic(data, cfg, device=device)
         return advantages(critic, data), metrics
     adv = torch.zeros(len(data))
     runs = []
     parts = episode_folds(episode, min(folds, len(np.unique(episode))), cfg.seed)
     for f, held in enumerate(parts):
         train = torch.cat([p for g, p in enumerate(parts) if g != f])
-        critic, m = fit_table_critic(data, dataclasses.replace(cfg, seed=cfg.seed + f), train, held)
+        critic, m = fit_table_critic(data, dataclasses.replace(cfg, seed=cfg.seed + f), train, held, device)
         adv[held] = advantages(critic, data.subset(held))
         runs.append(m)
     return adv, {k: float(np.mean([m[k] for m in runs])) for k in runs[0]} | {"folds": len(parts)}
@@ -265,6 +274,8 @@ def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRCon
     and rollout chunks (weights divided by their minibatch mean when `cfg.self_normalize`), at the
     schedule's learning rate; the policy is left in eval mode."""
     demo, roll = imitated(table.chunks, cfg)
+    dev = resolve_device(cfg.device)
+    policy.to(dev)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, cfg))
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -277,7 +288,7 @@ def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRCon
         w = weights[idx]
         if cfg.self_normalize:
             w = w / w.mean().clamp_min(1e-8)
-        loss, m = policy(_rows(table.inputs, idx, keys), weights=w)
+        loss, m = policy(to_device(_rows(table.inputs, idx, keys), dev), weights=w.to(dev))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
@@ -297,8 +308,9 @@ def advantage_weighted_update(policy: Any, table: ChunkTable, critic_cfg: ChunkC
     (each chunk's Â from critics that never saw its episode), clipped exponential weights of the
     normalised Â, `cfg.steps` weighted flow-matching steps. Updates `policy` in place; returns the critic,
     weight (with Â by chunk source) and update metrics."""
+    policy.to(resolve_device(cfg.device))
     data = critic_inputs(policy, table, critic_cfg.potential_feature)
-    adv, critic_m = crossfit_advantages(data, table.chunks.episode, critic_cfg, cfg.folds)
+    adv, critic_m = crossfit_advantages(data, table.chunks.episode, critic_cfg, cfg.folds, cfg.device)
     w, weight_m = advantage_weights(adv, cfg)
     return {"critic": critic_m, "weights": weight_m | advantage_groups(adv, table.chunks),
             "update": weighted_update(policy, table, w, cfg)}
@@ -351,17 +363,18 @@ def _cached(key: tuple, make: Any) -> Any:
     return _LOADED[key]
 
 
-def load_seeded(path: str | Path, seed: int, fresh: bool = False) -> Any:
-    """A saved policy whose sampling noise is seeded with `seed` (its config's seed replaced); cached per
-    process unless `fresh` (a copy to train)."""
+def load_seeded(path: str | Path, seed: int, fresh: bool = False, device: str = "cpu") -> Any:
+    """A saved policy whose sampling noise is seeded with `seed` (its config's seed replaced), on `device`;
+    cached per process unless `fresh` (a copy to train)."""
     from coda_policy.registry import policy_class
 
     def make() -> Any:
         ckpt = torch.load(path, map_location="cpu", weights_only=False)
         ckpt["config"] = {**ckpt["config"], "seed": int(seed)}
-        return policy_class(ckpt["config"]["type"]).from_checkpoint(ckpt)
+        return policy_class(ckpt["config"]["type"]).from_checkpoint(ckpt).to(resolve_device(device))
 
-    return make() if fresh else _cached((str(path), Path(path).stat().st_mtime, int(seed)), make)
+    key = (str(path), Path(path).stat().st_mtime, int(seed), device)
+    return make() if fresh else _cached(key, make)
 
 
 @dataclass(frozen=True)
@@ -372,10 +385,12 @@ class SeededPolicy:
     seed: int
     # torch intra-op threads where the factory is called (a pool worker; see coda_policy.threads)
     threads: int = WORKER_THREADS
+    # where the policy acts (`coda_policy.device`); each pool worker holds its own copy there
+    device: str = "cpu"
 
     def __call__(self, scene: Any) -> Any:
         torch.set_num_threads(self.threads)
-        return load_seeded(self.path, self.seed).bind(scene)
+        return load_seeded(self.path, self.seed, device=self.device).bind(scene)
 
 
 @dataclass(frozen=True)

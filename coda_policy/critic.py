@@ -117,7 +117,8 @@ class ChunkCritic(nn.Module):
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save({"config": dataclasses.asdict(self.config), "feat_dim": self.feat_dim, "chunk": self.chunk,
-                    "action_dim": self.action_dim, "state_dict": self.state_dict()}, path)
+                    "action_dim": self.action_dim,
+                    "state_dict": {k: v.cpu() for k, v in self.state_dict().items()}}, path)
         return path
 
     @classmethod
@@ -145,7 +146,13 @@ class CriticData:
 
     def subset(self, idx: Tensor) -> CriticData:
         """Rows `idx` only."""
-        return CriticData(*(getattr(self, f.name)[idx] for f in dataclasses.fields(self)))
+        return CriticData(*(getattr(self, f.name)[idx.to(self.ret.device)] for f in dataclasses.fields(self)))
+
+    def to(self, device: torch.device | str) -> CriticData:
+        """Every column on `device` (the same object where it already is)."""
+        if self.ret.device == torch.device(device):
+            return self
+        return CriticData(*(getattr(self, f.name).to(device) for f in dataclasses.fields(self)))
 
 
 def expectile_loss(diff: Tensor, kappa: float) -> Tensor:
@@ -178,7 +185,8 @@ def fit_critic(critic: ChunkCritic, data: CriticData, steps: int | None = None, 
     critic.train()
     q_loss = v_loss = torch.tensor(0.0)
     for step in range(steps):
-        idx = torch.randint(n, (min(c.batch_size, n),), generator=gen)
+        # indices from a CPU generator (the same minibatches on every device), rows where the data lives
+        idx = torch.randint(n, (min(c.batch_size, n),), generator=gen).to(data.ret.device)
         q_loss, v_loss, _ = critic_losses(critic, data, idx)
         opt.zero_grad(set_to_none=True)
         (q_loss + v_loss).backward()
@@ -198,7 +206,7 @@ def fit_critic(critic: ChunkCritic, data: CriticData, steps: int | None = None, 
 @torch.no_grad()
 def evaluate_critic(critic: ChunkCritic, data: CriticData) -> dict[str, float]:
     """Fit on the whole set: TD error, explained variance of the targets, mean Q and V."""
-    idx = torch.arange(len(data))
+    idx = torch.arange(len(data), device=data.ret.device)
     _, _, y = critic_losses(critic, data, idx)
     q = critic.q(data.feats, data.actions)
     v = critic.v(data.feats)

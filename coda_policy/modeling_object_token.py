@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from coda_policy.configuration_object_token import ObjectTokenConfig
+from coda_policy.device import module_device, to_device
 from coda_policy.features import OBJ_DIM, ROBOT_DIM, collate, featurize
 from coda_policy.normalize import Normalizer, NormStats
 from common.text import DIM as TEXT_DIM
@@ -36,7 +37,7 @@ def _mlp(d_in: int, d: int) -> nn.Sequential:
 
 def _time_embedding(t: Tensor, d: int) -> Tensor:
     half = d // 2
-    freqs = torch.exp(-math.log(1000.0) * torch.arange(half, dtype=torch.float32) / half)
+    freqs = torch.exp(-math.log(1000.0) * torch.arange(half, dtype=torch.float32, device=t.device) / half)
     ang = t[:, None] * 1000.0 * freqs[None]
     return torch.cat([ang.sin(), ang.cos()], dim=-1)
 
@@ -96,7 +97,8 @@ class ObjectTokenPolicy(nn.Module):
             [self.readout.expand(B, -1, -1) + types[0], robot + types[1], text + types[2], objs + types[3]],
             dim=1,
         )
-        mask = torch.cat([torch.ones(B, 3, dtype=torch.bool), batch["object_mask"].bool()], dim=1)
+        ones = torch.ones(B, 3, dtype=torch.bool, device=objs.device)
+        mask = torch.cat([ones, batch["object_mask"].bool()], dim=1)
         tokens = self.enc_norm(self.encoder(tokens, src_key_padding_mask=~mask))
         return tokens, mask, tokens[:, 0]
 
@@ -117,7 +119,7 @@ class ObjectTokenPolicy(nn.Module):
         B = a.shape[0]
         tokens, mask, pooled = self.encode(batch)
         noise = torch.randn_like(a)
-        t = torch.rand(B)
+        t = torch.rand(B, device=a.device)
         x = (1 - t[:, None, None]) * noise + t[:, None, None] * a
         per = ((self.velocity(x, t, tokens, mask, pooled) - (a - noise)) ** 2).mean(dim=(1, 2))
         w = torch.ones_like(per) if weights is None else weights.to(per).reshape(B)
@@ -143,11 +145,11 @@ class ObjectTokenPolicy(nn.Module):
         c = self.config
         tokens, mask, pooled = self.encode(batch)
         B = tokens.shape[0]
-        if noise is None:
+        if noise is None:  # drawn on the CPU: one seed, one initial noise on every device
             noise = torch.randn(B, c.chunk, c.action_dim, generator=generator) * c.noise_scale
-        x, n = noise.clone(), n_steps or c.flow_steps
+        x, n = noise.to(tokens.device).clone(), n_steps or c.flow_steps
         for i in range(n):
-            t = torch.full((B,), i / n)
+            t = torch.full((B,), i / n, device=tokens.device)
             x = x + self.velocity(x, t, tokens, mask, pooled) / n
         return self.normalizer.denorm("actions", x).clamp(-1.0, 1.0)
 
@@ -161,9 +163,9 @@ class ObjectTokenPolicy(nn.Module):
         feats = featurize(obs, spec=self._scene, embedder=self.embedder)
         was_training = self.training
         self.eval()
-        chunk = self.sample_actions(collate([feats]), generator=self._gen)[0]
+        chunk = self.sample_actions(to_device(collate([feats]), module_device(self)), generator=self._gen)[0]
         self.train(was_training)
-        return chunk[: self.config.execute].numpy().astype(np.float64)
+        return chunk[: self.config.execute].cpu().numpy().astype(np.float64)
 
     def bind(self, scene: SceneSpec) -> Any:
         """`reset(scene)` and return `select_action`, i.e. a `sim.episode.Policy` for that scene."""
@@ -178,7 +180,8 @@ class ObjectTokenPolicy(nn.Module):
         return {
             "format": FORMAT,
             "config": dataclasses.asdict(self.config),
-            "state_dict": {k: v.detach().clone() for k, v in self.state_dict().items()},
+            # CPU tensors whatever the device: a checkpoint loads anywhere (`coda_policy.device`)
+            "state_dict": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()},
         }
 
     def save(self, path: str | Path) -> Path:

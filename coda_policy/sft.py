@@ -23,6 +23,7 @@ import torch
 
 from coda_policy.configuration_object_token import ObjectTokenConfig
 from coda_policy.dataset import ChunkDataset, load_episodes
+from coda_policy.device import check_device_spec, resolve_device, to_device
 from coda_policy.evaluate import EvalResult, eval_scenes, evaluate, latency_ms
 from coda_policy.registry import make_policy
 from coda_policy.threads import WORKER_THREADS
@@ -67,6 +68,9 @@ class SFTConfig:
     workers: int = 2
     # log the loss every n steps
     log_every: int = 50
+    # where training runs: cpu, cuda, cuda:N or auto (`coda_policy.device`); evaluation episodes act on
+    # the CPU
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if self.demos < 1 or self.steps < 1:
@@ -75,6 +79,7 @@ class SFTConfig:
             raise ValueError("demo seeds would overlap the in-distribution evaluation seeds")
         if not 0.0 <= self.ema < 1.0:
             raise ValueError(f"ema must be in [0, 1), got {self.ema}")
+        check_device_spec(self.device)
 
     @property
     def run_dir(self) -> Path:
@@ -152,9 +157,12 @@ def train(
     cfg: SFTConfig,
     on_log: Callable[[int, dict[str, float]], None] | None = None,
 ) -> dict[str, float]:
-    """Minibatch flow-matching SFT on the whole-dataset tensors `data`. Returns throughput figures."""
+    """Minibatch flow-matching SFT on the whole-dataset tensors `data`, on `cfg.device` (the policy is moved
+    there and stays; minibatch indices come from a CPU generator). Returns throughput figures."""
     pc = cfg.policy
     n = len(data["actions"])
+    dev = resolve_device(cfg.device)
+    policy.to(dev)
     opt = torch.optim.AdamW(policy.parameters(), lr=pc.lr, weight_decay=pc.weight_decay)
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: warmup_cosine(step, cfg.warmup, cfg.steps))
@@ -165,7 +173,7 @@ def train(
     t0, c0 = time.perf_counter(), time.process_time()
     for step in range(cfg.steps):
         idx = torch.randint(n, (pc.batch_size,), generator=gen)
-        loss, metrics = policy({k: data[k][idx] for k in POLICY_KEYS})
+        loss, metrics = policy(to_device({k: data[k][idx] for k in POLICY_KEYS}, dev))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
@@ -272,8 +280,8 @@ def run(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
         policy, dataset, speed, log = fit(cfg, demo_dir, bar)
         ckpt = policy.save(run_dir / "policy" / "round_00.pt")
         evals = evaluate_sets(cfg, ckpt, pool, bar)
-    torch.set_num_threads(WORKER_THREADS)  # latency as a pool worker sees it
-    lat = latency_ms(policy, eval_scenes(cfg.family, [cfg.eval_seed0])[0])
+    torch.set_num_threads(WORKER_THREADS)  # latency as a pool worker sees it (on the CPU)
+    lat = latency_ms(policy.cpu(), eval_scenes(cfg.family, [cfg.eval_seed0])[0])
     summary = _summary(cfg, dataset, speed, evals, lat, ckpt) | {"wall_s": round(time.perf_counter() - t0, 1)}
     plot_losses(log, run_dir / "sft_loss.png")
     (run_dir / "sft_summary.json").write_text(json.dumps(summary, indent=1))
@@ -340,6 +348,7 @@ RUN_FLAGS = {
     "eval_id": int,
     "eval_ood": int,
     "workers": int,
+    "device": str,
 }
 POLICY_FLAGS = {
     "chunk": int,
@@ -367,11 +376,13 @@ def config_from_args(argv: list[str] | None = None) -> SFTConfig:
         pol = {k: v for k in POLICY_FLAGS if (v := a.pop(k)) is not None}
         if "chunk" in pol and "execute" not in pol:
             pol["execute"] = min(cfg.policy.execute, pol["chunk"])
-        return dataclasses.replace(
+        cfg = dataclasses.replace(
             cfg,
             policy=dataclasses.replace(cfg.policy, **pol),
             **{k: v for k, v in a.items() if v is not None},
         )
+        resolve_device(cfg.device)  # a missing GPU is found before the demos are collected
+        return cfg
     except (KeyError, ValueError) as e:
         p.error(str(e))
 

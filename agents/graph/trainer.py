@@ -33,7 +33,7 @@ class PolicyTrainer:
         """A picklable factory for pool workers: the checkpoint with its sampling seed."""
         from coda_policy.awr import SeededPolicy
 
-        return SeededPolicy(str(policy), seed)
+        return SeededPolicy(str(policy), seed, device=self.config.rollout_device)
 
     def _threads(self) -> None:
         """Training runs in the main process: the policy config's `torch_threads` (1, measured; see
@@ -58,7 +58,7 @@ class PolicyTrainer:
 
         cfg = SFTConfig(name="agents", demos=max(1, len(data.episodes)), steps=steps,
                         warmup=finetune_warmup(steps), ema=0.0, policy=policy.config,
-                        log_every=max(1, steps))
+                        log_every=max(1, steps), device=self.config.device)
         return train(policy, data.tensors(), cfg)
 
     def initial(self, demos: Sequence[Path], out: Path) -> dict[str, Any]:
@@ -135,7 +135,7 @@ class PolicyTrainer:
         awr = AWRConfig(steps=lc.awr_steps, batch_size=lc.awr_batch, tau=lc.awr_tau, lr=lc.awr_lr, seed=seed,
                         folds=lc.awr_folds, demo_fraction=lc.awr_demo_fraction, schedule=lc.awr_schedule,
                         warmup=finetune_warmup(lc.awr_steps) if lc.awr_schedule == "cosine" else 0,
-                        self_normalize=lc.awr_self_normalize, rollouts=lc.awr_rollouts)
+                        self_normalize=lc.awr_self_normalize, rollouts=lc.awr_rollouts, device=lc.device)
         m = advantage_weighted_update(policy, table, critic_cfg, awr)
         cm, wm, um = m["critic"], m["weights"], m["update"]
         policy.save(out)

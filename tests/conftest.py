@@ -1,0 +1,20 @@
+"""Suite-wide: `gpu`-marked tests run where torch sees a CUDA device and are skipped, with the reason,
+everywhere else (so `make test` on a GPU machine runs them; CI's CPU machines report them skipped)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    build = "a CPU build" if torch.version.cuda is None else "no visible GPU"
+    skip = pytest.mark.skip(reason=f"needs a CUDA device (torch {torch.__version__}: {build})")
+    for item in gpu:
+        item.add_marker(skip)
