@@ -135,6 +135,9 @@ class Completion:
     tokens_in: int | None = None
     # generated tokens, if the endpoint reports them
     tokens_out: int | None = None
+    # prompt tokens the server actually evaluated (the rest came from its KV or prompt cache), where the
+    # server reports them (the local backend reads its server's log)
+    tokens_evaluated: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form, for the cache and replay files."""
@@ -145,6 +148,7 @@ class Completion:
             "finish_reason": self.finish_reason,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "tokens_evaluated": self.tokens_evaluated,
         }
 
     @classmethod
@@ -157,6 +161,7 @@ class Completion:
             finish_reason=d.get("finish_reason") or "",
             tokens_in=d.get("tokens_in"),
             tokens_out=d.get("tokens_out"),
+            tokens_evaluated=d.get("tokens_evaluated"),
         )
 
 
@@ -237,7 +242,10 @@ class CallRecord:
     latency_s: float
     tokens_in: int | None = None
     tokens_out: int | None = None
+    # prompt tokens the server evaluated for this call (None: not reported, or answered from the cache)
+    tokens_evaluated: int | None = None
     ok: bool = True
     error: str | None = None  # LLMOutputError problem or exception type when not ok
     schema: str | None = None  # schema class name for structured calls
+    max_tokens: int | None = None  # the call's answer budget (a benchmark replays it)
     extra: dict[str, Any] = field(default_factory=dict)  # free-form context a caller adds

@@ -191,9 +191,11 @@ class PromptedLLM:
             latency_s=round(time.perf_counter() - start, 4),
             tokens_in=completion.tokens_in if completion else None,
             tokens_out=completion.tokens_out if completion else None,
+            tokens_evaluated=completion.tokens_evaluated if completion and not hit else None,
             ok=error is None,
             error=error,
             schema=request.schema.__name__ if request.schema else None,
+            max_tokens=request.max_tokens,
         ), texts=call_texts(request, completion))
 
 

@@ -22,6 +22,8 @@ from agents.llm import (
     PromptedLLM,
 )
 from agents.llm.gguf import assemble, ensure_model, locate_parts
+from agents.llm.local import evaluated_tokens, server_command
+from agents.llm.store import CallLog
 
 
 def _parts(tmp: Path, chunks: list[bytes]) -> tuple[list[Path], int, str]:
@@ -121,3 +123,47 @@ def test_the_server_watchdog_exits_when_its_parent_is_gone() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_prompt_cache_is_asked_of_the_server_only_when_configured(tmp_path: Path) -> None:
+    on = server_command(tmp_path / "m.gguf", LocalConfig(prompt_cache_mib=512), 8080)
+    assert on[on.index("--cache") + 1] == "true" and on[on.index("--cache_type") + 1] == "ram"
+    assert int(on[on.index("--cache_size") + 1]) == 512 << 20
+    off = server_command(tmp_path / "m.gguf", LocalConfig(prompt_cache=False), 8080)
+    assert "--cache" not in off and off[off.index("--n_ctx") + 1] == "4096"
+    with pytest.raises(ValueError, match="prompt_cache_mib"):
+        LocalConfig(prompt_cache_mib=0)
+
+
+@pytest.mark.parametrize("log,tokens_in,expected", [
+    ("Llama._create_completion: cache miss\n", 1250, 1250),  # nothing reused: the whole prompt
+    ("Llama._create_completion: cache hit\nLlama.generate: 1105 prefix-match hit, remaining 145 prompt "
+     "tokens to eval\nLlama._create_completion: cache saved\n", 1250, 145),
+    ("Llama.generate: 20 prefix-match hit, remaining 9 prompt tokens to eval\n"
+     "Llama.generate: 40 prefix-match hit, remaining 3 prompt tokens to eval\n", 43, 3),
+    ("Llama.generate: full prompt already cached, skipping reset\n", 900, 0),
+    ("", None, None),
+])
+def test_evaluated_prompt_tokens_are_read_from_the_server_log(log: str, tokens_in: int | None,
+                                                              expected: int | None) -> None:
+    assert evaluated_tokens(log, tokens_in) == expected
+
+
+@pytest.mark.slow  # covered by `python -m agents.bench.prompt_cache`
+def test_the_prompt_cache_keeps_two_prompt_kinds_warm(tmp_path: Path) -> None:
+    """critic, writer, critic: without the cache the second critic call evaluates its whole prompt again
+    (the writer evicted it); with it, only what differs from the first."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    a, b = CASES[0], next(c for c in CASES if c.prompt != CASES[0].prompt)
+    evaluated = {}
+    for cache in (False, True):
+        completer = LocalCompleter(LocalConfig(n_threads=2, prompt_cache=cache))
+        log = CallLog(tmp_path / f"calls_{cache}.jsonl")
+        with PromptedLLM(completer, call_log=log) as llm:
+            for case in (a, b, a):
+                llm.structured(case.prompt, {**case.variables, "feedback": f"({cache})"}, case.schema,
+                               max_tokens=case.max_tokens)
+        rows = log.read()
+        assert all(r["tokens_evaluated"] is not None and r["max_tokens"] for r in rows)
+        evaluated[cache] = rows[2]["tokens_evaluated"] / rows[2]["tokens_in"]
+    assert evaluated[False] > 0.9 and evaluated[True] < 0.5, evaluated
