@@ -41,7 +41,9 @@ class _Program(BaseModel):
     mode_id: str = Field("seed", pattern=MODE_PATTERN)  # difficulty mode this program serves
     parent_id: str | None = None  # id of the program this one was derived from (None for seeds)
     round: int = Field(0, ge=0)  # engine round that wrote it
-    diagnosis: str | None = None  # the diagnosis (or repair note) it came from, as text
+    diagnosis: str | None = None  # the diagnosis it came from, as text
+    # what a repair changed and why (`programs.refine`), beside the diagnosis it keeps
+    refinement: str | None = None
 
     @model_validator(mode="wrap")
     @classmethod
@@ -57,11 +59,16 @@ class _Program(BaseModel):
                              f"({prog.id[:12]}…); the program was changed after it was written")
         return prog
 
+    # fields added after programs were first stored: left out of the id while they hold their default,
+    # so every program written before them keeps its id (and its file name)
+    _late_fields: ClassVar[dict[str, Any]] = {"refinement": None}
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def id(self) -> str:
         """SHA-256 of the program's canonical JSON (lineage included)."""
-        return _digest(self.model_dump(mode="json", exclude={"id"}))
+        late = {k for k, default in self._late_fields.items() if getattr(self, k) == default}
+        return _digest(self.model_dump(mode="json", exclude={"id", *late}))
 
     @property
     def hash8(self) -> str:
@@ -70,7 +77,8 @@ class _Program(BaseModel):
     @property
     def fingerprint(self) -> str:
         """Hash of the behaviour-defining fields only: equal fingerprints behave identically."""
-        return _digest(self.model_dump(mode="json", include=set(self.behaviour_fields)))
+        late = {k for k, default in self._late_fields.items() if getattr(self, k) == default}
+        return _digest(self.model_dump(mode="json", include=set(self.behaviour_fields) - late))
 
     @property
     def file_stem(self) -> str:
@@ -144,9 +152,15 @@ class TrainingProgram(_Program):
     """
 
     kind: ClassVar[str] = "train"
-    behaviour_fields: ClassVar[tuple[str, ...]] = ("family", "subgoals", "roles", "beta", "gamma", "chunk")
+    behaviour_fields: ClassVar[tuple[str, ...]] = ("family", "subgoals", "roles", "beta", "gamma", "chunk",
+                                                   "latched")
+    _late_fields: ClassVar[dict[str, Any]] = {"refinement": None, "latched": False}
 
     subgoals: tuple[Subgoal, ...] = Field(min_length=1)
+    # the stage rule: False, k* = how many leading subgoals are done; True ("latched"), k* = the last
+    # subgoal whose `done` holds — a later stage implies the earlier ones, e.g. `grasped` no longer has to
+    # hold once the object was released on the goal
+    latched: bool = False
     roles: dict[str, str] = Field(default_factory=dict)
     beta: float = Field(1.0, ge=0)  # shaping scale β
     gamma: float = Field(0.99, gt=0, le=1)  # discount γ per control step

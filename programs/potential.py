@@ -2,7 +2,8 @@
 its agreement with expert demonstrations is measured.
 
 Φ(s) = m if the verifier (the last `done`) holds. Otherwise k* is the completed prefix of the other
-subgoals — the number of leading `done`s that hold, stopping at the first that does not — and
+subgoals — the number of leading `done`s that hold, stopping at the first that does not; for a
+`latched` program, the position of the last `done` that holds (a later stage implies the earlier ones) — and
 Φ(s) = k* + clip(φ_{k*+1}(s), 0, 1 − 1e-6), with a non-finite φ counted as 0. Hence Φ ∈ [0, m],
 Φ = m iff the verifier holds (without it k* ≤ m − 1 and the progress term stays below 1), and making
 any subgoal done never lowers k*. The verifier decides on its own, so a program whose earlier
@@ -58,12 +59,15 @@ class Potential:
         self.progress: tuple[Evaluator, ...] = tuple(compile_expr(p, bindings, memo) for _, p in checked)
         self.m = len(self.done)
         self._verifier, self._prefix = self.done[-1], self.done[:-1]
+        self._latched = program.latched
 
-    def stage(self, s: WorldState) -> int:
-        """k*: m if the verifier holds, else the number of leading done subgoals."""
-        self._memo.clear()
-        if self._verifier(s):
-            return self.m
+    def _k(self, s: WorldState) -> int:
+        """k* below the verifier: the leading done subgoals, or (latched) the last done one."""
+        if self._latched:
+            for k in range(len(self._prefix), 0, -1):
+                if self._prefix[k - 1](s):
+                    return k
+            return 0
         k = 0
         for d in self._prefix:
             if not d(s):
@@ -71,16 +75,20 @@ class Potential:
             k += 1
         return k
 
+    def stage(self, s: WorldState) -> int:
+        """k*: m if the verifier holds, else the number of leading done subgoals (latched: the position of
+        the last done one)."""
+        self._memo.clear()
+        if self._verifier(s):
+            return self.m
+        return self._k(s)
+
     def __call__(self, s: WorldState) -> float:
         self._memo.clear()
         try:
             if self._verifier(s):
                 return float(self.m)
-            k = 0
-            for d in self._prefix:
-                if not d(s):
-                    break
-                k += 1
+            k = self._k(s)
             p = self.progress[k](s)
         except Exception as e:  # noqa: BLE001 — re-raised with the subgoal that failed
             raise self._explain(s, e) from e

@@ -4,15 +4,17 @@
 Without an LLM, `refine` searches a few deterministic repairs and keeps the one that raises agreement
 most, repeating while it helps:
 
-- latch: make every `done` cumulative, done'_k = done_k or done'_{k+1} (a later stage implies the
-  earlier ones — the usual fault: "grasped" turns false once the object is released on the goal);
+- latch: make the stages cumulative — k* becomes the last subgoal whose `done` holds, not the leading
+  run of them (`TrainingProgram.latched`: a later stage implies the earlier ones — the usual fault:
+  "grasped" turns false once the object is released on the goal); the expressions stay as written;
 - reorder: sort the non-verifier subgoals by when they first hold in the demonstrations;
 - flip: replace a progress φ by 1 − φ (it ran backwards in its stage);
 - drop: remove one non-verifier subgoal.
 
 An optional `rewriter` (e.g. an LLM writer) is tried first; its program is kept only if it passes the
-static checks and agrees better. The result is a new program whose parent is the input and whose
-`diagnosis` says what was changed and the agreement before and after.
+static checks and agrees better. The result is a new program whose parent is the input, whose
+`diagnosis` is the input's, and whose `refinement` says what was changed and the agreement before and
+after.
 """
 
 from __future__ import annotations
@@ -46,13 +48,11 @@ def _with(tp: TrainingProgram, subgoals: Sequence[Subgoal]) -> TrainingProgram:
     return TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "subgoals": list(subgoals)})
 
 
-def _latch(tp: TrainingProgram) -> Candidate:
-    gs = list(tp.subgoals)
-    later = gs[-1].done
-    for k in range(len(gs) - 2, -1, -1):
-        later = f"({gs[k].done}) or ({later})"
-        gs[k] = gs[k].model_copy(update={"done": later})
-    return "latched every done onto the later stages", _with(tp, gs)
+def _latch(tp: TrainingProgram) -> list[Candidate]:
+    if tp.latched or tp.m < 3:  # with one subgoal before the verifier, latching changes nothing
+        return []
+    return [("latched the stages (a later stage implies the earlier ones)",
+             TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "latched": True}))]
 
 
 def _first_true(tp: TrainingProgram, episodes: Sequence[Any]) -> np.ndarray:
@@ -93,7 +93,7 @@ def _drops(tp: TrainingProgram) -> list[Candidate]:
 
 def candidates(tp: TrainingProgram, episodes: Sequence[Any]) -> list[Candidate]:
     """Every single-step repair of `tp`, most conservative first."""
-    return [_latch(tp), *_reorder(tp, episodes), *_flips(tp), *_drops(tp)]
+    return [*_latch(tp), *_reorder(tp, episodes), *_flips(tp), *_drops(tp)]
 
 
 def _score(tp: TrainingProgram, episodes: Sequence[Any]) -> tuple[float, float] | None:
@@ -137,4 +137,5 @@ def refine(tp: TrainingProgram, evidence: Evidence, rewriter: Rewriter | None = 
     text = (f"refined from {tp.hash8} ({'; '.join(notes)}); agreement {before.agreement:.3f} → "
             f"{score[0]:.3f} on {len(evidence.episodes)} demos")
     return TrainingProgram.model_validate({**best.model_dump(exclude={"id"}), "parent_id": tp.id,
-                                           "diagnosis": text, "round": tp.round, "mode_id": tp.mode_id})
+                                           "diagnosis": tp.diagnosis, "refinement": text, "round": tp.round,
+                                           "mode_id": tp.mode_id})

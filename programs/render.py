@@ -61,7 +61,7 @@ def render(program: Program) -> str:
     """The readable `.py` text of a program."""
     parent = f"{program.parent_id[:8]} ({program.parent_id})" if program.parent_id else "none (seed)"
     common = {"p": program, "rule": RULE, "diagnosis": _wrap(program.diagnosis), "lit": py_literal,
-              "parent": parent}
+              "parent": parent, "refinement": _wrap(program.refinement) if program.refinement else []}
     if isinstance(program, GenerationProgram):
         return _ENV.get_template("generation.py.j2").render(**common, factor_rows=_factor_rows(program))
     return _ENV.get_template("training.py.j2").render(**common, subgoal_rows=_subgoal_rows(program))

@@ -17,7 +17,8 @@ FACTOR_KEYS = ("name", "group", "type", "default", "range", "ood_range", "choice
 # the literal assignments a training-program file may hold, and the program fields they fill
 TRAINING_LITERALS = {"FAMILY": "family", "MODE_ID": "mode_id", "PARENT_ID": "parent_id", "ROUND": "round",
                      "DIAGNOSIS": "diagnosis", "ROLES": "roles", "BETA": "beta", "GAMMA": "gamma",
-                     "CHUNK": "chunk", "SUBGOALS": "subgoals"}
+                     "CHUNK": "chunk", "SUBGOALS": "subgoals", "LATCHED": "latched",
+                     "REFINEMENT": "refinement"}
 
 
 def module_literals(source: str) -> dict[str, tuple[Any, ast.Assign]]:

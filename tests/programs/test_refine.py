@@ -3,9 +3,12 @@ an optional rewriter is used only when it helps, and the result records its line
 
 from __future__ import annotations
 
+import numpy as np
+
 from programs.model import TrainingProgram
-from programs.potential import agreement
+from programs.potential import PotentialCache, agreement, episode_parts
 from programs.refine import Evidence, candidates, refine
+from programs.render import load_program, render, write_program
 from programs.seeds import seed_library
 
 _, SEED = seed_library()["pick_place"]
@@ -41,17 +44,50 @@ def test_broken_program_is_repaired(demos):
     fixed = refine(bad, Evidence(episodes, threshold=0.95))
     after = agreement(fixed, episodes)
     assert before < 0.9 <= 0.95 <= after
-    assert fixed.parent_id == bad.id and "agreement" in fixed.diagnosis
+    assert fixed.parent_id == bad.id and "agreement" in fixed.refinement
+    assert fixed.diagnosis == bad.diagnosis  # the diagnosis stays; the repair is said beside it
     assert [g.name for g in fixed.subgoals][:3] == ["reach", "grasp", "lift"]
 
 
-def test_latching_makes_dones_cumulative(demos):
+def test_latching_makes_dones_cumulative(demos, tmp_path):
     episodes = demos("pick_place")
     bad = _non_cumulative()
     fixed = refine(bad, Evidence(episodes, threshold=0.99))
     assert agreement(fixed, episodes) > agreement(bad, episodes)
-    assert "latched" in fixed.diagnosis
-    assert fixed.subgoals[-1] == bad.subgoals[-1]  # the verifier is never touched
+    assert "latched" in fixed.refinement and fixed.latched and not bad.latched
+    assert [g.done for g in fixed.subgoals] == [g.done for g in bad.subgoals]  # expressions as written
+    text = render(fixed)
+    assert "LATCHED = True" in text and "k* = the last subgoal that is done" in text
+    assert load_program(write_program(fixed, tmp_path)) == fixed
+
+
+def test_latched_stages_are_the_cumulative_dones(demos):
+    """Latching is exactly the earlier rewrite done'_k = done_k or done'_{k+1}, without the expressions
+    nobody can read: Φ is the same on every demonstration state."""
+    bad = _non_cumulative()
+    nested, later = list(bad.subgoals), bad.subgoals[-1].done
+    for k in range(len(nested) - 2, -1, -1):
+        later = f"({nested[k].done}) or ({later})"
+        nested[k] = nested[k].model_copy(update={"done": later})
+    spelled = TrainingProgram.model_validate({**bad.model_dump(exclude={"id"}), "subgoals": nested})
+    latched = TrainingProgram.model_validate({**bad.model_dump(exclude={"id"}), "latched": True})
+    cache_a, cache_b = PotentialCache(spelled), PotentialCache(latched)
+    for ep in demos("pick_place")[:3]:
+        states, _, scene = episode_parts(ep)
+        np.testing.assert_array_equal(cache_a.for_scene(scene).batch(states),
+                                      cache_b.for_scene(scene).batch(states))
+
+
+def test_fields_added_later_leave_earlier_ids_alone():
+    """A program written before `latched` and `refinement` existed keeps its id and file name."""
+    import hashlib
+    import json
+
+    legacy = {k: v for k, v in SEED.model_dump(mode="json", exclude={"id"}).items()
+              if k not in ("latched", "refinement")}
+    text = json.dumps(legacy, sort_keys=True, separators=(",", ":"))
+    assert SEED.id == hashlib.sha256(text.encode()).hexdigest()
+    assert TrainingProgram.model_validate({**SEED.model_dump(exclude={"id"}), "latched": True}).id != SEED.id
 
 
 def test_candidates_keep_the_verifier_last():
@@ -70,7 +106,7 @@ def test_rewriter_is_used_when_it_helps_and_ignored_when_invalid(demos):
 
     fixed = refine(_broken(), Evidence(episodes), rewriter=good)
     assert seen and seen[0] < 0.9
-    assert "rewritten by the rewriter" in fixed.diagnosis and fixed.subgoals == SEED.subgoals
+    assert "rewritten by the rewriter" in fixed.refinement and fixed.subgoals == SEED.subgoals
 
     def invalid(tp, evidence, report):
         g = tp.model_dump()["subgoals"]
@@ -78,4 +114,4 @@ def test_rewriter_is_used_when_it_helps_and_ignored_when_invalid(demos):
         return _variant(g)
 
     fixed = refine(_broken(), Evidence(episodes), rewriter=invalid)
-    assert "rewriter" not in fixed.diagnosis and agreement(fixed, episodes) >= 0.9
+    assert "rewriter" not in fixed.refinement and agreement(fixed, episodes) >= 0.9
