@@ -1,0 +1,339 @@
+"""The critic against ground truth it cannot see: counterfactual failures in all four task families.
+
+    python -m agents.bench.critic_truth                              # rules critic, every family
+    python -m agents.bench.critic_truth --critics rules,local        # and the embedded LLM critic
+    python -m agents.bench.critic_truth --critics rules,openai --base-url URL --model NAME
+    python -m agents.bench.critic_truth --verify-n 12 --verify 8     # and verify the first 8 diagnoses
+
+We build every scene, so a cause can be planted and checked. Per family, scenes are drawn from the seed
+program with `--k` distinct spatial or attribute factors moved out of distribution (random factors, random
+sides: past the low or high end of the in-distribution range, or an unseen choice —
+`programs.factor_space.variant_edit`, what Table 1's variants do), each beside its k counterfactual twins:
+the same seed and values with one of those factors moved back. A scene the expert solves (valid) and the
+policy (default: the shipped bootstrap, `coda_policy/pretrained/seed_sft_4fam.pt`) fails, which exactly
+one twin turns into a success, is a case whose cause is known: moving that factor back alone fixes it.
+The critic diagnoses each case's failed episode, alone and with every other episode of the family in the
+benchmark as peers (moved scenes and twins, solved or not: as the loop's `diagnose` node gives it the
+round's other rollouts), and is scored on naming that factor; two naive baselines (the factor farthest
+outside its range; a random factor) are scored beside it. The phase
+it names is compared with where the episode got stuck (privileged phase labels). With `--verify-n`, the
+first `--verify` diagnoses of each critic are verified as in the loop (targeted vs control batches on the
+family's seed program, same policy): verdicts, split by whether the diagnosis was right.
+
+Seeds start at 7,700,000 (never the frozen suites', the development scenes' or the loop's); nothing was
+tuned on these cases. Results: `--out FILE` (JSON), a table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from common.cli import comma_list
+
+PRETRAINED = Path(__file__).resolve().parents[2] / "coda_policy" / "pretrained" / "seed_sft_4fam.pt"
+SEED0 = 7_700_000
+CRITICS = ("rules", "local", "openai")
+
+
+@dataclass
+class Case:
+    """One counterfactual failure: the moved factor is its cause."""
+
+    family: str
+    factor: str
+    side: str
+    seed: int
+    episode: Any  # the failed `sim.episode.Episode` on the moved scene
+    moved: list[str] = field(default_factory=list)  # every factor moved out of distribution in the scene
+    # the family's other episodes of the benchmark, (flat factor values, success): the critic's peers
+    peers: list[tuple[dict[str, Any], bool]] = field(default_factory=list)
+    diagnoses: dict[str, Any] = field(default_factory=dict)  # "<critic>/<alone|peers>" → Diagnosis or error
+
+
+def _draws(families: list[str], draws: int, k: int, seed0: int) -> list[dict[str, Any]]:
+    """Per family, `draws` scenes with `k` distinct factors moved out of distribution (random factors and
+    sides), each beside its k counterfactual twins with one of those factors moved back: sandbox tasks."""
+    from programs.edits import edit_many
+    from programs.factor_space import movable, variant_edit, variant_sides
+    from programs.seeds import seed_library
+    from sandbox.pool import SandboxTask
+
+    out = []
+    for family in families:
+        gen = seed_library()[family][0]
+        factors = [f for f in gen.factors if f.group in ("spatial", "attribute") and movable(f)]
+        for _ in range(draws):
+            seed = seed0 + len(out)
+            rng = np.random.default_rng(seed)
+            base = gen.sample_factors(rng)
+            picked = [factors[i] for i in rng.choice(len(factors), size=min(k, len(factors)), replace=False)]
+            sides = {f.name: variant_sides(f)[int(rng.integers(len(variant_sides(f))))] for f in picked}
+            edits = {name: variant_edit(gen.factor(name), side) for name, side in sides.items()}
+            moved = edit_many(gen, edits)
+            values = {name: moved.factor(name).sample(np.random.default_rng([seed, 1 + j]))
+                      for j, name in enumerate(edits)}
+            tasks = [SandboxTask(source=moved.source, factors={**base, **values}, seed=seed)]
+            for name in edits:  # the twin with `name` moved back to its in-distribution value
+                rest = {n: v for n, v in edits.items() if n != name}
+                twin = edit_many(gen, rest) if rest else gen
+                tasks.append(SandboxTask(source=twin.source, seed=seed,
+                                         factors={**base, **{n: v for n, v in values.items() if n != name}}))
+            out.append({"family": family, "seed": seed, "moved": list(edits), "sides": sides, "tasks": tasks})
+    return out
+
+
+def collect(families: list[str], draws: int, k: int, policy: Path, workers: int, seed0: int,
+            log: Any = print) -> tuple[list[Case], dict[str, Any]]:
+    """The benchmark's cases — a failure on a scene with `k` factors moved, which exactly one of its
+    counterfactual twins (that factor moved back) turns into a success — and how they were found."""
+    from coda_policy.awr import SeededPolicy
+    from sandbox.pool import PoolConfig, SandboxPool
+    from sim.episode import Episode
+    from sim.pool import EpisodeJob, EpisodePool
+
+    drawn = _draws(families, draws, k, seed0)
+    counts: dict[str, int] = defaultdict(int)
+    cases: list[Case] = []
+    peers: dict[str, list[tuple[dict[str, Any], bool, tuple[int, int]]]] = defaultdict(list)
+    with SandboxPool(PoolConfig(workers=workers)) as sandbox, EpisodePool(workers) as pool:
+        made = sandbox.run_many([t for d in drawn for t in d["tasks"]])
+        at = 0
+        ok = []
+        for d in drawn:
+            res, at = made[at: at + len(d["tasks"])], at + len(d["tasks"])
+            if all(r.error is None for r in res):
+                ok.append((d, [r.scenes[0] for r in res]))
+        counts["drawn"], counts["generated"] = len(drawn), len(ok)
+        expert = pool.run([EpisodeJob(scene=scenes[0], policy="expert") for _, scenes in ok])
+        valid = [t for t, e in zip(ok, expert, strict=True) if e.success]
+        counts["expert_solves_moved"] = len(valid)
+        factory = SeededPolicy(str(policy), 0)
+        tmp = Path(_tmpdir())
+        jobs = [EpisodeJob(scene=s, policy=factory, out=tmp / f"{n}_{j}.npz" if j == 0 else None)
+                for n, (_, scenes) in enumerate(valid) for j, s in enumerate(scenes)]
+        res = pool.run(jobs)
+        at = 0
+        for d, scenes in valid:
+            rs, at = res[at: at + len(scenes)], at + len(scenes)
+            if any(r.error for r in rs):
+                raise RuntimeError(f"episode failed to run: {next(r.error for r in rs if r.error)}")
+            for j, (scene, r) in enumerate(zip(scenes, rs, strict=True)):
+                peers[d["family"]].append((_flat(scene), r.success, (d["seed"], j)))
+            if rs[0].success:
+                counts["policy_solves_moved"] += 1
+                continue
+            fixes = [name for name, r in zip(d["moved"], rs[1:], strict=True) if r.success]
+            counts[f"failures_fixed_by_{min(len(fixes), 2)}{'+' if len(fixes) >= 2 else ''}"] += 1
+            if len(fixes) == 1:
+                cases.append(Case(family=d["family"], factor=fixes[0], side=str(d["sides"][fixes[0]]),
+                                  seed=d["seed"], episode=Episode.load(rs[0].path), moved=list(d["moved"])))
+    for case in cases:  # every other episode of the family: moved scenes and twins, solved or not
+        case.peers = [(f, ok) for f, ok, key in peers[case.family] if key != (case.seed, 0)]
+    counts["cases"] = len(cases)
+    log(f"cases: {dict(counts)}")
+    return cases, dict(counts)
+
+
+def _tmpdir() -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="coda-critic-truth-")
+
+
+def _flat(scene: Any) -> dict[str, Any]:
+    return {n: v for group in scene.factors.values() for n, v in group.items()}
+
+
+def diagnose_all(cases: list[Case], critic: str, llm: Any, log: Any = print) -> None:
+    """Every case diagnosed by `critic`, alone and with peers (an unusable LLM answer recorded as such)."""
+    from agents.config import CriticConfig
+    from agents.critic.diagnose import diagnose
+    from agents.llm import LLMError
+    from programs.seeds import seed_library
+
+    config = CriticConfig(allow_ood=True)
+    for k, case in enumerate(cases):
+        gen = seed_library()[case.family][0]
+        for setting in ("alone", "peers"):
+            t0 = time.perf_counter()
+            try:
+                dx: Any = diagnose(case.episode, gen, llm, critic="rules" if critic == "rules" else "llm",
+                                   config=config, peers=case.peers if setting == "peers" else ())
+            except LLMError as e:
+                dx = f"unusable: {type(e).__name__}: {str(e)[:160]}"
+            case.diagnoses[f"{critic}/{setting}"] = dx
+            if critic != "rules":
+                log(f"{critic} {setting} {k + 1}/{len(cases)} {case.family} {case.factor}: "
+                    f"{getattr(dx, 'factor', dx)} ({time.perf_counter() - t0:.1f} s)")
+
+
+def baselines(cases: list[Case], seed: int) -> None:
+    """The factor farthest outside its range, and a random factor, as diagnoses to score beside critics."""
+    from agents.critic.diagnose import summarize_failure
+    from programs.seeds import seed_library
+
+    rng = np.random.default_rng(seed)
+    for case in cases:
+        gen = seed_library()[case.family][0]
+        names = {f.name for f in gen.factors if f.group in ("spatial", "attribute")}
+        readings = [r for r in summarize_failure(case.episode, schema=gen.factors).factors if r.name in names]
+        case.diagnoses["most_atypical"] = max(readings, key=lambda r: (abs(r.position), r.name)).name
+        case.diagnoses["random"] = readings[int(rng.integers(len(readings)))].name
+
+
+def named(dx: Any) -> str | None:
+    return dx if isinstance(dx, str) and not dx.startswith("unusable") else getattr(dx, "factor", None)
+
+
+def score(cases: list[Case]) -> dict[str, Any]:
+    """Per diagnoser: factor right, phase right (where a phase is named), unusable — overall and by family."""
+    keys = sorted({k for c in cases for k in c.diagnoses})
+    out: dict[str, Any] = {}
+    for key in keys:
+        rows = [(c, c.diagnoses[key]) for c in cases if key in c.diagnoses]
+        by_family: dict[str, list[bool]] = defaultdict(list)
+        for c, dx in rows:
+            by_family[c.family].append(named(dx) == c.factor)
+        phased = [(c, dx) for c, dx in rows if hasattr(dx, "phase")]
+        out[key] = {"factor_right": sum(named(dx) == c.factor for c, dx in rows), "of": len(rows),
+                    "phase_right": sum(dx.phase == _stuck(c) for c, dx in phased), "phase_of": len(phased),
+                    "unusable": sum(isinstance(dx, str) and dx.startswith("unusable") for _, dx in rows),
+                    "by_family": {f: {"right": sum(v), "of": len(v)} for f, v in sorted(by_family.items())}}
+    return out
+
+
+def _stuck(case: Case) -> str:
+    from agents.critic.diagnose import summarize_failure
+
+    return summarize_failure(case.episode).failing_phase
+
+
+def verify_some(cases: list[Case], critics: list[str], n: int, k: int, policy: Path, workers: int,
+                seed: int) -> dict[str, Any]:
+    """The first `k` diagnoses (with peers) of each critic verified as the loop verifies: verdict counts."""
+    from agents.critic.verify import VerifyConfig, episode_rollout, run_verification, sandbox_run_batch
+    from coda_policy.awr import SeededPolicy
+    from programs.seeds import seed_library
+    from sandbox.pool import PoolConfig, SandboxPool
+    from sim.pool import EpisodePool
+
+    out: dict[str, Any] = {}
+    with SandboxPool(PoolConfig(workers=workers)) as sandbox, EpisodePool(workers) as pool:
+        batch = sandbox_run_batch(sandbox, episode_rollout(pool, SeededPolicy(str(policy), 11)))
+        for critic in critics:
+            verdicts: dict[str, int] = defaultdict(int)
+            right: dict[str, int] = defaultdict(int)
+            dxs = [(c, c.diagnoses.get(f"{critic}/peers")) for c in cases]
+            for j, (c, dx) in enumerate([(c, d) for c, d in dxs if hasattr(d, "factor")][:k]):
+                res = run_verification(dx, seed_library()[c.family][0], batch, n=n,
+                                       rng=np.random.default_rng([seed, j]), config=VerifyConfig())
+                verdicts[res.verdict.status] += 1
+                right[f"{res.verdict.status}_{'right' if dx.factor == c.factor else 'wrong'}"] += 1
+            out[critic] = {"verdicts": dict(verdicts), "by_correctness": dict(right), "n": n}
+    return out
+
+
+def table(scores: dict[str, Any]) -> str:
+    fams = sorted({f for s in scores.values() for f in s["by_family"]})
+    lines = ["| diagnoser | factor right | phase right | unusable | " + " | ".join(fams) + " |",
+             "|---|---|---|---|" + "---|" * len(fams)]
+    for key, s in scores.items():
+        pct = 100 * s["factor_right"] / max(s["of"], 1)
+        phase = f"{s['phase_right']}/{s['phase_of']}" if s["phase_of"] else "–"
+        fam = " | ".join(f"{s['by_family'][f]['right']}/{s['by_family'][f]['of']}" if f in s["by_family"]
+                         else "–" for f in fams)
+        lines.append(f"| {key} | {s['factor_right']}/{s['of']} ({pct:.0f} %) | {phase} | {s['unusable']} | "
+                     f"{fam} |")
+    return "\n".join(lines)
+
+
+def make_llm(critic: str, a: argparse.Namespace, log_dir: Path) -> Any:
+    from agents.llm import CallLog, LocalConfig, OpenAIConfig
+    from agents.llm import make_llm as build
+
+    if critic == "local":
+        conf: Any = LocalConfig()
+    else:
+        import os
+
+        conf = OpenAIConfig(base_url=a.base_url or os.environ.get("OPENAI_BASE_URL", ""),
+                            model=a.model or os.environ.get("OPENAI_MODEL", ""),
+                            api_key=os.environ.get("OPENAI_API_KEY", "unused"))
+    return build(critic, conf, call_log=CallLog(log_dir / f"llm_calls_{critic}.jsonl"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from programs.seeds import seed_library
+
+    ap = argparse.ArgumentParser(prog="python -m agents.bench.critic_truth",
+                                 description=__doc__.split("\n\n")[0])
+    from agents.config import RunConfig
+
+    fams, default = sorted(seed_library()), list(RunConfig().families)
+    ap.add_argument("--families", type=comma_list(choices=fams), default=default,
+                    help=f"comma-separated of {', '.join(fams)} (default: Table 1's {', '.join(default)})")
+    ap.add_argument("--draws", type=int, default=16, help="scenes drawn per family (default 16)")
+    ap.add_argument("--k", type=int, default=3,
+                    help="factors moved out of distribution per scene (default 3, as Table 1's variants)")
+    ap.add_argument("--critics", type=comma_list(choices=CRITICS), default=["rules"],
+                    help=f"comma-separated of {', '.join(CRITICS)} (default rules)")
+    ap.add_argument("--policy", type=Path, default=PRETRAINED, help="the policy whose failures are diagnosed")
+    ap.add_argument("--base-url", help="OpenAI-compatible endpoint for --critics openai")
+    ap.add_argument("--model", help="endpoint model name for --critics openai")
+    ap.add_argument("--verify-n", type=int, default=0, help="episodes per verification batch (0: no verify)")
+    ap.add_argument("--verify", type=int, default=8, help="diagnoses verified per critic (with --verify-n)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=SEED0, help=f"first scene seed (default {SEED0})")
+    ap.add_argument("--out", type=Path, help="write the results as JSON here (LLM call logs beside it)")
+    a = ap.parse_args(argv)
+    families = a.families
+    if not a.policy.is_file():
+        ap.error(f"--policy {a.policy} does not exist")
+    if a.draws < 1 or a.k < 1 or a.verify_n < 0:
+        ap.error("--draws and --k must be >= 1 and --verify-n >= 0")
+    t0 = time.perf_counter()
+    cases, counts = collect(families, a.draws, a.k, a.policy, a.workers, a.seed)
+    if not cases:
+        ap.exit(1, "no case: no failure that exactly one factor moved back turns into a success; "
+                   "draw more scenes (--draws)\n")
+    baselines(cases, a.seed)
+    log_dir = a.out.parent if a.out else Path(_tmpdir())
+    timing = {}
+    for critic in a.critics:
+        llm = None if critic == "rules" else make_llm(critic, a, log_dir)
+        t1 = time.perf_counter()
+        try:
+            diagnose_all(cases, critic, llm)
+        finally:
+            if llm is not None:
+                llm.close()
+        timing[critic] = round(time.perf_counter() - t1, 1)
+    scores = score(cases)
+    res: dict[str, Any] = {"families": families, "draws": a.draws, "k": a.k, "policy": str(a.policy),
+                           "seed": a.seed, "counts": counts, "scores": scores, "critic_s": timing,
+                           "cases": [{"family": c.family, "factor": c.factor, "side": c.side, "seed": c.seed,
+                                      "moved": c.moved,
+                                      **{k: named(v) or str(v) for k, v in c.diagnoses.items()}}
+                                     for c in cases]}
+    if a.verify_n:
+        res["verification"] = verify_some(cases, a.critics, a.verify_n, a.verify, a.policy, a.workers, a.seed)
+    res["wall_s"] = round(time.perf_counter() - t0, 1)
+    print(table(scores))
+    if "verification" in res:
+        print(json.dumps(res["verification"], indent=1))
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(res, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
