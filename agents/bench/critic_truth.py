@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.graph.rundir import write_json
 from common.cli import comma_list
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "coda_policy" / "pretrained" / "seed_sft_4fam.pt"
@@ -330,8 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     if "verification" in res:
         print(json.dumps(res["verification"], indent=1))
     if a.out:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(res, indent=1) + "\n")
+        write_json(a.out, res)
     return 0
 
 

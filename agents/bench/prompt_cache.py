@@ -30,6 +30,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agents.graph.rundir import write_json
+
 from agents.llm.base import Completion, LLMError, Request
 from agents.llm.local import LocalCompleter, LocalConfig
 from agents.llm.store import CallLog
@@ -172,8 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     res["prompts"] = str(a.prompts)
     print(table(res))
     if a.out:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(res, indent=1) + "\n")
+        write_json(a.out, res)
     return 0
 
 
