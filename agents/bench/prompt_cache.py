@@ -31,7 +31,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from agents.graph.rundir import write_json
-
 from agents.llm.base import Completion, LLMError, Request
 from agents.llm.local import LocalCompleter, LocalConfig
 from agents.llm.store import CallLog
