@@ -261,7 +261,7 @@ def make_llm(critic: str, a: argparse.Namespace, log_dir: Path) -> Any:
     from agents.llm import make_llm as build
 
     if critic == "local":
-        conf: Any = LocalConfig()
+        conf: Any = LocalConfig(n_threads=a.threads)
     else:
         import os
 
@@ -292,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verify-n", type=int, default=0, help="episodes per verification batch (0: no verify)")
     ap.add_argument("--verify", type=int, default=8, help="diagnoses verified per critic (with --verify-n)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2,
+                    help="llama.cpp threads of the local critic (1 when other work shares the cores)")
     ap.add_argument("--seed", type=int, default=SEED0, help=f"first scene seed (default {SEED0})")
     ap.add_argument("--out", type=Path, help="write the results as JSON here (LLM call logs beside it)")
     a = ap.parse_args(argv)
