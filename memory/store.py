@@ -57,6 +57,22 @@ def _dump(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, default=str)
 
 
+def found_mode(d: Diagnosis, family: str, round_no: int, taken: Iterable[str] = ()) -> DifficultyMode:
+    """The difficulty mode a validated diagnosis founds when no stored mode matches it (its id unique
+    among `taken`)."""
+    stem = "_".join([slug(d.factor), slug(d.phase)] + ([d.side] if d.side in ("low", "high") else []))
+    taken = set(taken)
+    mode_id, k = stem, 2
+    while mode_id in taken:
+        mode_id, k = f"{stem}_{k}", k + 1
+    where = f" ({d.side} side)" if d.side in ("low", "high") else ""
+    return DifficultyMode(
+        id=mode_id, description=f"{d.factor_key}{where} during {d.phase}: {d.explanation}",
+        factor_group=d.factor_group, factor=d.factor, phase=d.phase, side=d.side,
+        values=_edit_values(d), families=(family,), evidence_ids=(d.episode_id,), diagnosis_ids=(d.id,),
+        created_round=round_no)
+
+
 def _edit_values(d: Diagnosis) -> tuple[str, ...]:
     """JSON of the choice values a diagnosis's edit names for its own factor (side "values" only)."""
     if d.side != "values" or d.factor not in d.edit:
@@ -264,17 +280,7 @@ class Memory:
 
     def _found(self, d: Diagnosis, family: str, round_no: int,
                stored: Sequence[DifficultyMode]) -> DifficultyMode:
-        stem = "_".join([slug(d.factor), slug(d.phase)] + ([d.side] if d.side in ("low", "high") else []))
-        taken = {m.id for m in stored}
-        mode_id, k = stem, 2
-        while mode_id in taken:
-            mode_id, k = f"{stem}_{k}", k + 1
-        where = f" ({d.side} side)" if d.side in ("low", "high") else ""
-        return DifficultyMode(
-            id=mode_id, description=f"{d.factor_key}{where} during {d.phase}: {d.explanation}",
-            factor_group=d.factor_group, factor=d.factor, phase=d.phase, side=d.side,
-            values=_edit_values(d), families=(family,), evidence_ids=(d.episode_id,), diagnosis_ids=(d.id,),
-            created_round=round_no)
+        return found_mode(d, family, round_no, {m.id for m in stored})
 
     def _put_mode(self, m: DifficultyMode) -> None:
         core = m.model_dump_json(exclude={"programs", "learning_progress"})

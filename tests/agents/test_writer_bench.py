@@ -1,0 +1,52 @@
+"""The writer benchmark's bookkeeping: diagnoses read validated-first and one per kind, attempts with the
+error fed back, and the rules writers end to end on one diagnosis."""
+
+from __future__ import annotations
+
+import json
+
+from agents.bench.writers import _attempts, load_diagnoses, main
+from memory.types import Diagnosis
+
+
+def _record(path, family, factor, status, phase="approach"):
+    dx = Diagnosis(episode_id=f"e_{factor}_{status}", factor_group="spatial", factor=factor, phase=phase,
+                   explanation="x", edit={factor: [0.0, 0.01]}, side="low", critic_id="rules", confidence=0.5)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"diagnosis": dx.model_dump(mode="json"), "family": family,
+                                "verdict": {"status": status}}))
+
+
+def test_diagnoses_are_read_validated_first_one_per_kind(tmp_path) -> None:
+    d = tmp_path / "run" / "diagnoses"
+    _record(d / "round_01" / "a.json", "pick_place", "obj_x", "refuted")
+    _record(d / "round_01" / "b.json", "pick_place", "obj_y", "refuted")
+    _record(d / "round_02" / "c.json", "pick_place", "obj_y", "validated")
+    _record(d / "round_02" / "d.json", "put_inside", "obj_y", "inconclusive")
+    got = load_diagnoses([tmp_path / "run"], 10)
+    assert [(f, dx.factor, dx.episode_id) for f, dx in got] == [
+        ("pick_place", "obj_y", "e_obj_y_validated"), ("pick_place", "obj_x", "e_obj_x_refuted"),
+        ("put_inside", "obj_y", "e_obj_y_inconclusive")]
+    assert len(load_diagnoses([tmp_path / "run"], 2)) == 2
+
+
+def test_attempts_feed_each_error_back() -> None:
+    seen = []
+
+    def make(feedback):
+        seen.append(feedback)
+        return ("ok", "") if len(seen) == 3 else (None, f"error {len(seen)}")
+
+    assert _attempts(make, 3) == ("ok", 3, ["error 1", "error 2"])
+    assert seen == [None, "error 1", "error 2"]
+    seen.clear()
+    assert _attempts(make, 2) == (None, None, ["error 1", "error 2"])
+
+
+def test_rules_writers_on_one_diagnosis(tmp_path) -> None:
+    d = tmp_path / "run" / "diagnoses" / "round_01" / "a.json"
+    _record(d, "pick_place", "obj_x", "validated")
+    out = tmp_path / "w.json"
+    assert main(["--runs", str(tmp_path / "run"), "--max", "1", "--demos", "2", "--out", str(out)]) == 0
+    s = json.loads(out.read_text())["summary"]["rules"]
+    assert s["n"] == 1 and s["generation_first_try"] == 1 and s["training_first_try"] == 1
