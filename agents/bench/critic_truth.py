@@ -4,6 +4,8 @@
     python -m agents.bench.critic_truth --critics rules,local        # and the embedded LLM critic
     python -m agents.bench.critic_truth --critics rules,openai --base-url URL --model NAME
     python -m agents.bench.critic_truth --verify-n 12 --verify 8     # and verify the first 8 diagnoses
+    python -m agents.bench.critic_truth --draws 40 --save-cases runs/critic_cases     # keep the cases, then
+    python -m agents.bench.critic_truth --cases runs/critic_cases --critics rules,local --llm-max 12
 
 We build every scene, so a cause can be planted and checked. Per family, scenes are drawn from the seed
 program with `--k` distinct spatial or attribute factors moved out of distribution (random factors, random
@@ -53,6 +55,7 @@ class Case:
     side: str
     seed: int
     episode: Any  # the failed `sim.episode.Episode` on the moved scene
+    episode_path: Path | None = None  # where it is saved
     moved: list[str] = field(default_factory=list)  # every factor moved out of distribution in the scene
     # the family's other episodes of the benchmark, (flat factor values, success): the critic's peers
     peers: list[tuple[dict[str, Any], bool]] = field(default_factory=list)
@@ -135,12 +138,53 @@ def collect(families: list[str], draws: int, k: int, policy: Path, workers: int,
             counts[f"failures_fixed_by_{min(len(fixes), 2)}{'+' if len(fixes) >= 2 else ''}"] += 1
             if len(fixes) == 1:
                 cases.append(Case(family=d["family"], factor=fixes[0], side=str(d["sides"][fixes[0]]),
-                                  seed=d["seed"], episode=Episode.load(rs[0].path), moved=list(d["moved"])))
+                                  seed=d["seed"], episode=Episode.load(rs[0].path), moved=list(d["moved"]),
+                                  episode_path=rs[0].path))
     for case in cases:  # every other episode of the family: moved scenes and twins, solved or not
         case.peers = [(f, ok) for f, ok, key in peers[case.family] if key != (case.seed, 0)]
     counts["cases"] = len(cases)
     log(f"cases: {dict(counts)}")
     return cases, dict(counts)
+
+
+def save_cases(cases: list[Case], counts: dict[str, Any], folder: Path) -> None:
+    """The cases (their failed episodes copied into `folder`) and how they were found, for `load_cases`."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for k, c in enumerate(cases):
+        name = f"case_{k:03d}_{c.family}.npz"
+        shutil.copyfile(c.episode_path, folder / name)
+        rows.append({"family": c.family, "factor": c.factor, "side": c.side, "seed": c.seed,
+                     "moved": c.moved, "peers": c.peers, "episode": name})
+    write_json(folder / "cases.json", {"counts": counts, "cases": rows})
+
+
+def load_cases(folder: Path) -> tuple[list[Case], dict[str, Any]]:
+    from sim.episode import Episode
+
+    data = json.loads((folder / "cases.json").read_text())
+    cases = [Case(family=r["family"], factor=r["factor"], side=r["side"], seed=r["seed"], moved=r["moved"],
+                  peers=[(f, bool(ok)) for f, ok in r["peers"]], episode=Episode.load(folder / r["episode"]),
+                  episode_path=folder / r["episode"])
+             for r in data["cases"]]
+    return cases, data["counts"]
+
+
+def spread(cases: list[Case], n: int | None) -> list[Case]:
+    """At most `n` cases, taken from the families in turn (all when `n` is None)."""
+    if n is None or n >= len(cases):
+        return cases
+    by: dict[str, list[Case]] = defaultdict(list)
+    for c in cases:
+        by[c.family].append(c)
+    out: list[Case] = []
+    while len(out) < n:
+        for fam in sorted(by):
+            if by[fam] and len(out) < n:
+                out.append(by[fam].pop(0))
+    return out
 
 
 def _tmpdir() -> str:
@@ -295,6 +339,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2,
                     help="llama.cpp threads of the local critic (1 when other work shares the cores)")
     ap.add_argument("--seed", type=int, default=SEED0, help=f"first scene seed (default {SEED0})")
+    ap.add_argument("--llm-max", type=int, help="cases an LLM critic diagnoses, spread over the families "
+                    "(default all; the rules critic and the baselines always see every case)")
+    ap.add_argument("--save-cases", type=Path, help="keep the cases (episodes and JSON) in this folder")
+    ap.add_argument("--cases", type=Path, help="diagnose the cases saved in this folder instead of drawing")
     ap.add_argument("--out", type=Path, help="write the results as JSON here (LLM call logs beside it)")
     a = ap.parse_args(argv)
     families = a.families
@@ -303,7 +351,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.draws < 1 or a.k < 1 or a.verify_n < 0:
         ap.error("--draws and --k must be >= 1 and --verify-n >= 0")
     t0 = time.perf_counter()
-    cases, counts = collect(families, a.draws, a.k, a.policy, a.workers, a.seed)
+    if a.cases is not None:
+        if not (a.cases / "cases.json").is_file():
+            ap.error(f"--cases {a.cases} holds no cases.json (write one with --save-cases)")
+        cases, counts = load_cases(a.cases)
+    else:
+        cases, counts = collect(families, a.draws, a.k, a.policy, a.workers, a.seed)
+        if a.save_cases:
+            save_cases(cases, counts, a.save_cases)
     if not cases:
         ap.exit(1, "no case: no failure that exactly one factor moved back turns into a success; "
                    "draw more scenes (--draws)\n")
@@ -314,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         llm = None if critic == "rules" else make_llm(critic, a, log_dir)
         t1 = time.perf_counter()
         try:
-            diagnose_all(cases, critic, llm)
+            diagnose_all(cases if critic == "rules" else spread(cases, a.llm_max), critic, llm)
         finally:
             if llm is not None:
                 llm.close()

@@ -67,3 +67,12 @@ def test_bad_arguments_are_argparse_errors(capsys) -> None:
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and msg in capsys.readouterr().err
+
+
+def test_spread_takes_the_families_in_turn() -> None:
+    from agents.bench.critic_truth import spread
+
+    cs = [Case(family=f, factor="x", side="low", seed=i, episode=None)
+          for i, f in enumerate(["a", "a", "a", "b", "c", "c"])]
+    assert [c.family for c in spread(cs, 4)] == ["a", "b", "c", "a"]
+    assert spread(cs, None) == cs and spread(cs, 10) == cs
