@@ -52,8 +52,10 @@ class LocalConfig:
     port: int = 0
     # seconds to wait for the server to load the model and answer /v1/models
     startup_timeout_s: float = 180.0
-    # seconds one request may take before it is abandoned
-    request_timeout_s: float = 600.0
+    # seconds one request may take before it is abandoned. The server is our own child, checked alive, so
+    # this only catches a hung one: generous, because on a loaded 2-core machine (other jobs sharing the
+    # cores) a training-program call of ~1,500 prompt tokens and up to 800 answer tokens took over 600 s
+    request_timeout_s: float = 1800.0
     # sampling temperature (0: deterministic, so the cache and replays are meaningful)
     temperature: float = 0.0
     # server log file; None = a temporary file (its tail is quoted when the server fails)
