@@ -267,3 +267,33 @@ def test_llm_writer_adds_the_diagnosis_context_and_checks_the_mode_fits_first():
     with pytest.raises(ValueError, match="no factor 'obj_yaw'"):
         write_generation_program(mode(), LIB["articulated"][0], llm)
     assert completer.requests == []  # no LLM call for a mode the family cannot express
+
+
+def test_a_refined_training_program_has_its_draft_on_disk(tmp_path) -> None:
+    """The compile step refines a training program that disagrees with the demos; the draft it refined
+    is written beside it, so the refined program's parent can be opened."""
+    from types import SimpleNamespace
+
+    from agents.config import PRESETS
+    from agents.graph.nodes.remember import _training_program
+    from agents.graph.rundir import RunDir
+    from programs.model import TrainingProgram
+    from programs.render import load_program
+    from programs.seeds import seed_library
+    from sim.episode import run_episode
+    from sim.families import get_family
+
+    seed = seed_library()["pick_place"][1]
+    g = seed.model_dump()["subgoals"]  # "lift" moved first and the last stage's progress reversed
+    last = {**g[4], "progress": "clip((bottom(object) - top(target)) / 0.15, 0, 1)"}
+    draft = TrainingProgram.model_validate({**seed.model_dump(exclude={"id"}),
+                                            "subgoals": [g[2], g[0], g[1], g[3], last]})
+    agents = SimpleNamespace(write_training_program=lambda *a, **k: draft)
+    deps = SimpleNamespace(config=PRESETS.get("smoke"), agents=agents, llm=None, run=RunDir(tmp_path))
+    dx = SimpleNamespace(text=lambda: "obj_x low during approach")
+    demos = [run_episode(get_family("pick_place").sample_scene(s)) for s in range(3)]
+    tp, info = _training_program(deps, dx, "pick_place", "obj_x_approach_low", 1, demos)
+    assert info["agreement"] < 0.9 <= info["agreement_refined"] and tp.refinement
+    saved = load_program(tmp_path / info["draft"])
+    assert saved.id == tp.parent_id and saved.subgoals[0].name == "lift"
+    assert saved.mode_id == "obj_x_approach_low" and tp.diagnosis == saved.diagnosis

@@ -4,6 +4,7 @@ an optional rewriter is used only when it helps, and the result records its line
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from programs.model import TrainingProgram
 from programs.potential import PotentialCache, agreement, episode_parts
@@ -61,21 +62,27 @@ def test_latching_makes_dones_cumulative(demos, tmp_path):
     assert load_program(write_program(fixed, tmp_path)) == fixed
 
 
-def test_latched_stages_are_the_cumulative_dones(demos):
-    """Latching is exactly the earlier rewrite done'_k = done_k or done'_{k+1}, without the expressions
-    nobody can read: Φ is the same on every demonstration state."""
-    bad = _non_cumulative()
-    nested, later = list(bad.subgoals), bad.subgoals[-1].done
+def _spelled_latch(tp: TrainingProgram) -> TrainingProgram:
+    """The rewrite latching replaced: done'_k = done_k or done'_{k+1}, pasted into every predicate."""
+    nested, later = list(tp.subgoals), tp.subgoals[-1].done
     for k in range(len(nested) - 2, -1, -1):
         later = f"({nested[k].done}) or ({later})"
         nested[k] = nested[k].model_copy(update={"done": later})
-    spelled = TrainingProgram.model_validate({**bad.model_dump(exclude={"id"}), "subgoals": nested})
-    latched = TrainingProgram.model_validate({**bad.model_dump(exclude={"id"}), "latched": True})
-    cache_a, cache_b = PotentialCache(spelled), PotentialCache(latched)
-    for ep in demos("pick_place")[:3]:
-        states, _, scene = episode_parts(ep)
-        np.testing.assert_array_equal(cache_a.for_scene(scene).batch(states),
-                                      cache_b.for_scene(scene).batch(states))
+    return TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "subgoals": nested})
+
+
+@pytest.mark.parametrize("family", sorted(seed_library()))
+def test_latched_stages_are_the_cumulative_dones(demos, family):
+    """Latching is exactly the earlier rewrite, without the expressions nobody can read: Φ is the same on
+    every demonstration state of every family, for its seed program and for the non-cumulative variant
+    (pick-place) that refinement latches."""
+    programs = [seed_library()[family][1]] + ([_non_cumulative()] if family == "pick_place" else [])
+    for tp in programs:
+        latched = TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "latched": True})
+        a, b = PotentialCache(_spelled_latch(tp)), PotentialCache(latched)
+        for ep in demos(family):
+            states, _, scene = episode_parts(ep)
+            np.testing.assert_array_equal(a.for_scene(scene).batch(states), b.for_scene(scene).batch(states))
 
 
 def test_fields_added_later_leave_earlier_ids_alone():

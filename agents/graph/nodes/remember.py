@@ -125,8 +125,11 @@ def _training_program(deps: Deps, dx: Any, family: str, mode_id: str, round_no: 
     if demos:
         info["agreement"] = round_(agreement(tp, demos))
         if info["agreement"] < threshold and deps.config.method_config.refine:
+            draft = tp
             tp = refine(tp, Evidence(demos, threshold, note=dx.text()))
             info["agreement_refined"] = round_(agreement(tp, demos))
+            if tp is not draft:  # the refined program's parent, on disk beside it
+                info["draft"] = save_program(deps, draft, round_no)
     return tp, info
 
 
