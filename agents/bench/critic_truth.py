@@ -156,6 +156,9 @@ def save_cases(cases: list[Case], counts: dict[str, Any], folder: Path) -> None:
     for k, c in enumerate(cases):
         name = f"case_{k:03d}_{c.family}.npz"
         shutil.copyfile(c.episode_path, folder / name)
+        sidecar = Path(c.episode_path).with_suffix(".json")  # `Episode.save` writes a JSON beside the arrays
+        if sidecar.exists():
+            shutil.copyfile(sidecar, (folder / name).with_suffix(".json"))
         rows.append({"family": c.family, "factor": c.factor, "side": c.side, "seed": c.seed,
                      "moved": c.moved, "peers": c.peers, "episode": name})
     write_json(folder / "cases.json", {"counts": counts, "cases": rows})

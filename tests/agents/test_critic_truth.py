@@ -76,3 +76,18 @@ def test_spread_takes_the_families_in_turn() -> None:
           for i, f in enumerate(["a", "a", "a", "b", "c", "c"])]
     assert [c.family for c in spread(cs, 4)] == ["a", "b", "c", "a"]
     assert spread(cs, None) == cs and spread(cs, 10) == cs
+
+
+def test_saved_cases_load_back_with_their_episodes(tmp_path) -> None:
+    from agents.bench.critic_truth import load_cases, save_cases
+    from sim.episode import run_episode
+    from sim.families import get_family
+
+    ep = run_episode(get_family("pick_place").sample_scene(3))
+    path = ep.save(tmp_path / "ep.npz")
+    case = Case(family="pick_place", factor="size", side="low", seed=3, episode=ep, episode_path=path,
+                moved=["size", "obj_x", "color"], peers=[({"size": 0.02}, True), ({"size": 0.05}, False)])
+    save_cases([case], {"cases": 1}, tmp_path / "cases")
+    (back,), counts = load_cases(tmp_path / "cases")
+    assert counts == {"cases": 1} and back.peers == case.peers and back.moved == case.moved
+    assert back.episode.scene == ep.scene and len(back.episode.states) == len(ep.states)
