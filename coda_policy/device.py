@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # torch is imported where a device is resolved: configs check a spec without it
     import torch
 
-DEVICES = ("cpu", "cuda", "auto")
 _SPEC = re.compile(r"^(cpu|auto|cuda(:\d+)?)$")
 GPU_INSTALL = ("the torch installed by `make setup` is the CPU build; on a machine with an NVIDIA GPU "
                "install a CUDA build into the same environment, e.g. `.venv/bin/pip install "

@@ -63,12 +63,14 @@ class _Program(BaseModel):
     # so every program written before them keeps its id (and its file name)
     _late_fields: ClassVar[dict[str, Any]] = {"refinement": None}
 
+    def _unset_late(self) -> set[str]:
+        return {k for k, default in self._late_fields.items() if getattr(self, k) == default}
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def id(self) -> str:
         """SHA-256 of the program's canonical JSON (lineage included)."""
-        late = {k for k, default in self._late_fields.items() if getattr(self, k) == default}
-        return _digest(self.model_dump(mode="json", exclude={"id", *late}))
+        return _digest(self.model_dump(mode="json", exclude={"id", *self._unset_late()}))
 
     @property
     def hash8(self) -> str:
@@ -77,8 +79,7 @@ class _Program(BaseModel):
     @property
     def fingerprint(self) -> str:
         """Hash of the behaviour-defining fields only: equal fingerprints behave identically."""
-        late = {k for k, default in self._late_fields.items() if getattr(self, k) == default}
-        return _digest(self.model_dump(mode="json", include=set(self.behaviour_fields) - late))
+        return _digest(self.model_dump(mode="json", include=set(self.behaviour_fields) - self._unset_late()))
 
     @property
     def file_stem(self) -> str:

@@ -1,3 +1,31 @@
-"""Benchmarks, apart from product code: `python -m agents.bench.critic` (how often each critic names the
-factor that caused a failure) and `python -m agents.bench.llm` (the embedded models on the agents'
-structured calls)."""
+"""Benchmarks, apart from product code:
+
+- `python -m agents.bench.critic` — the rules critic on handicapped experts (pick-place);
+- `python -m agents.bench.critic_truth` — every critic against counterfactual ground truth, four families;
+- `python -m agents.bench.writers` — the generation and training writers on the loop's own diagnoses;
+- `python -m agents.bench.llm` — the embedded models on the agents' structured calls;
+- `python -m agents.bench.prompt_cache` — recorded prompts with and without the server's prompt cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def bench_llm(kind: str, a: argparse.Namespace, log_dir: Path) -> Any:
+    """The LLM a benchmark's `local` or `openai` agent speaks to, from its flags (`--threads`;
+    `--base-url`, `--model`, else $OPENAI_BASE_URL / $OPENAI_MODEL; the key from $OPENAI_API_KEY), its calls
+    logged to `<log_dir>/llm_calls_<kind>.jsonl`."""
+    import os
+
+    from agents.llm import CallLog, LocalConfig, OpenAIConfig, make_llm
+
+    if kind == "local":
+        conf: Any = LocalConfig(n_threads=a.threads)
+    else:
+        conf = OpenAIConfig(base_url=a.base_url or os.environ.get("OPENAI_BASE_URL", ""),
+                            model=a.model or os.environ.get("OPENAI_MODEL", ""),
+                            api_key=os.environ.get("OPENAI_API_KEY", "unused"))
+    return make_llm(kind, conf, call_log=CallLog(log_dir / f"llm_calls_{kind}.jsonl"))

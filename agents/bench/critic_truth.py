@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.bench import bench_llm
 from agents.graph.rundir import write_json
 from common.cli import comma_list
 
@@ -244,6 +245,7 @@ def named(dx: Any) -> str | None:
 def score(cases: list[Case]) -> dict[str, Any]:
     """Per diagnoser: factor right, phase right (where a phase is named), unusable — overall and by family."""
     keys = sorted({k for c in cases for k in c.diagnoses})
+    stuck = {id(c): _stuck(c) for c in cases if any(hasattr(dx, "phase") for dx in c.diagnoses.values())}
     out: dict[str, Any] = {}
     for key in keys:
         rows = [(c, c.diagnoses[key]) for c in cases if key in c.diagnoses]
@@ -252,7 +254,7 @@ def score(cases: list[Case]) -> dict[str, Any]:
             by_family[c.family].append(named(dx) == c.factor)
         phased = [(c, dx) for c, dx in rows if hasattr(dx, "phase")]
         out[key] = {"factor_right": sum(named(dx) == c.factor for c, dx in rows), "of": len(rows),
-                    "phase_right": sum(dx.phase == _stuck(c) for c, dx in phased), "phase_of": len(phased),
+                    "phase_right": sum(dx.phase == stuck[id(c)] for c, dx in phased), "phase_of": len(phased),
                     "unusable": sum(isinstance(dx, str) and dx.startswith("unusable") for _, dx in rows),
                     "by_family": {f: {"right": sum(v), "of": len(v)} for f, v in sorted(by_family.items())}}
     return out
@@ -301,21 +303,6 @@ def table(scores: dict[str, Any]) -> str:
         lines.append(f"| {key} | {s['factor_right']}/{s['of']} ({pct:.0f} %) | {phase} | {s['unusable']} | "
                      f"{fam} |")
     return "\n".join(lines)
-
-
-def make_llm(critic: str, a: argparse.Namespace, log_dir: Path) -> Any:
-    from agents.llm import CallLog, LocalConfig, OpenAIConfig
-    from agents.llm import make_llm as build
-
-    if critic == "local":
-        conf: Any = LocalConfig(n_threads=a.threads)
-    else:
-        import os
-
-        conf = OpenAIConfig(base_url=a.base_url or os.environ.get("OPENAI_BASE_URL", ""),
-                            model=a.model or os.environ.get("OPENAI_MODEL", ""),
-                            api_key=os.environ.get("OPENAI_API_KEY", "unused"))
-    return build(critic, conf, call_log=CallLog(log_dir / f"llm_calls_{critic}.jsonl"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -369,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     log_dir = a.out.parent if a.out else Path(_tmpdir())
     timing = {}
     for critic in a.critics:
-        llm = None if critic == "rules" else make_llm(critic, a, log_dir)
+        llm = None if critic == "rules" else bench_llm(critic, a, log_dir)
         t1 = time.perf_counter()
         try:
             diagnose_all(cases if critic == "rules" else spread(cases, a.llm_max), critic, llm)

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.bench import bench_llm
 from agents.graph.rundir import write_json
 from common.cli import comma_list
 
@@ -146,7 +147,7 @@ def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
     if tp is not None:
         a0 = agreement(tp, demos)
         refined = refine(tp, Evidence(demos, threshold)) if a0 < threshold else tp
-        a1 = agreement(refined, demos)
+        a1 = a0 if refined is tp else agreement(refined, demos)
         out |= {"differs_from_seed": tp.fingerprint != seed.fingerprint,
                 "subgoals": [g.name for g in tp.subgoals],
                 "agreement": round(a0, 3), "agreement_refined": round(a1, 3),
@@ -211,7 +212,6 @@ def main(argv: list[str] | None = None) -> int:
     dxs = load_diagnoses(a.runs, a.max)
     if not dxs:
         ap.error("no diagnosis in those runs")
-    from agents.bench.critic_truth import make_llm
     from sandbox.pool import PoolConfig, SandboxPool
 
     demos = family_demos({f for f, _ in dxs}, a.demos, a.workers)
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with SandboxPool(PoolConfig(workers=a.workers)) as sandbox:
         for w in a.writers:
-            llm = None if w == "rules" else make_llm(w, a, log_dir)
+            llm = None if w == "rules" else bench_llm(w, a, log_dir)
             try:
                 for k, (family, dx) in enumerate(dxs):
                     row = {"writer": w, "family": family, "diagnosis": dx.text()[:200],

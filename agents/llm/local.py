@@ -70,8 +70,8 @@ class LocalConfig:
     # again; with it, each prompt kind's static prefix (system text and function schema) is evaluated
     # once per server life. `python -m agents.bench.prompt_cache` measures both on recorded prompts
     prompt_cache: bool = True
-    # capacity of that cache in MiB (one entry holds the KV cache of the context and the last logits:
-    # ~0.4 GiB for the 1.5B model at n_ctx 4096; the least recently used entry goes first)
+    # capacity of that cache in MiB (one entry holds the model's state after a call: 67 MB for the 1.5B
+    # model at n_ctx 4096 in this sitting's demo; the least recently used entry goes first)
     prompt_cache_mib: int = 2048
 
     def __post_init__(self) -> None:
