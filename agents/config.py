@@ -160,6 +160,9 @@ class CriticConfig:
     # failure happened under, `agents.critic.diagnose.ood_conditions`; needs allow_ood): verification then
     # tests the factor under them, and a validated mode recreates all of them
     ood_context: bool = False
+    # the rules critic ranks a failing scene's out-of-distribution factors before its in-distribution ones
+    # (`agents.critic.rules.rank_factors`); off: one ranking by score (before FINDINGS #16)
+    ood_first: bool = True
     # narrowest targeted edit of a number factor, as a share of its ID range (the edit runs from the
     # failing value out to the range's end on its side, at most half the range wide)
     band: float = 0.25

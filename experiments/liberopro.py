@@ -3,6 +3,7 @@
 
     python -m experiments.liberopro --list --suite libero_goal --perturb instruction
     python -m experiments.liberopro --list --all          # every suite × perturbation: an audit
+    python -m experiments.liberopro --suite libero_spatial --policy expert --episodes 20 --workers 2
 
 For each task: the BDDL file of the perturbed suite's own folder, the instruction read from that file's
 `(:language ...)` field, the init states from the perturbed suite's own folder and how many there are,
@@ -19,8 +20,12 @@ PR #1442; LIBERO-Pro PR #34):
   evaluators use); a perturbed suite keeps its folder order. Tasks are therefore matched across suites by
   name, never by index.
 
-Evaluating a policy on these tasks needs the `libero` simulator backend of issue #14, not built yet; this
-module gives that evaluator its tasks.
+Evaluation (`--policy expert`) runs each task's episodes in a real LIBERO environment (`sim.libero`):
+episode i starts from init state i of the perturbed suite's file, in order, with a fixed seed, and ends at
+success or the suite's step limit; it prints success per task and overall, and the instruction the policy
+was given (the BDDL's). A task whose goal the scripted expert cannot reach, or that has no init states, is
+reported as such and left out of the overall rate. Learned policies on LIBERO need the observation adapter
+of issue #14, not built yet: `--policy` takes only `expert` for now.
 """
 
 from __future__ import annotations
@@ -128,6 +133,104 @@ def init_states(task: LiberoTask) -> np.ndarray:
         return z["states"]
 
 
+# ---- evaluation -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TaskResult:
+    """One task's episodes: successes, steps, and the phase each failure ended in."""
+
+    suite: str
+    name: str
+    instruction: str
+    episodes: int
+    successes: int
+    steps: list[int]
+    failed_phases: list[str]
+    wall_s: float
+    skipped: str | None = None  # why the task was not run (no init states, a goal the policy cannot do)
+
+
+def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, seed: int) -> TaskResult:
+    """Every episode of one task in one environment (made once: it costs seconds)."""
+    import time
+
+    from sim.libero.env import LiberoEnv
+    from sim.libero.expert import PickPlaceExpert, UnsupportedGoal
+
+    t0 = time.perf_counter()
+    task = next(t for t in tasks(suite, perturb) if t.name == name)
+    if not task.usable:
+        return TaskResult(task.suite, name, task.instruction, 0, 0, [], [], 0.0, skipped="no init states")
+    if policy != "expert":
+        raise ValueError(f"--policy {policy!r}: only the scripted expert runs on LIBERO so far")
+    states = init_states(task)
+    env = LiberoEnv(task)
+    ok, steps, phases = 0, [], []
+    try:
+        for i in range(min(episodes, len(states))):
+            env.reset(states[i], seed=seed + i)
+            try:
+                expert = PickPlaceExpert(env)
+            except UnsupportedGoal as e:
+                return TaskResult(task.suite, name, task.instruction, 0, 0, [], [], time.perf_counter() - t0,
+                                  skipped=str(e))
+            done = False
+            while env.steps < task.max_steps and not done:
+                env.step(expert.act())
+                done = env.success()
+            ok += done
+            steps.append(env.steps)
+            if not done:
+                phases.append(expert.phase)
+    finally:
+        env.close()
+    return TaskResult(task.suite, name, task.instruction, len(steps), ok, steps, phases,
+                      time.perf_counter() - t0)
+
+
+def _run_task_star(args: tuple) -> TaskResult:
+    return run_task(*args)
+
+
+def evaluate(suite: str, perturb: str, policy: str, episodes: int, n_tasks: int | None, workers: int,
+             seed: int = 0, log: object = print) -> list[TaskResult]:
+    """The suite's first `n_tasks` tasks (all when None), `episodes` each, on `workers` processes."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    jobs = [(suite, perturb, t.name, episodes, policy, seed) for t in tasks(suite, perturb)[:n_tasks]]
+    if workers <= 1:
+        results = []
+        for j in jobs:
+            results.append(run_task(*j))
+            log(_line(results[-1]))  # type: ignore[operator]
+        return results
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+        results = []
+        for r in ex.map(_run_task_star, jobs):
+            results.append(r)
+            log(_line(r))  # type: ignore[operator]
+    return results
+
+
+def _line(r: TaskResult) -> str:
+    if r.skipped:
+        return f"{r.suite} {r.name}: SKIPPED ({r.skipped})"
+    why = f"; failures ended in {', '.join(sorted(set(r.failed_phases)))}" if r.failed_phases else ""
+    return (f"{r.suite} {r.name}: {r.successes}/{r.episodes} ({100 * r.successes / max(r.episodes, 1):.0f} %)"
+            f", median {int(np.median(r.steps)) if r.steps else 0} steps, {r.wall_s:.0f} s{why}\n"
+            f"    instruction given: {r.instruction}")
+
+
+def summary(results: list[TaskResult]) -> dict[str, object]:
+    run = [r for r in results if not r.skipped]
+    n, k = sum(r.episodes for r in run), sum(r.successes for r in run)
+    return {"tasks": len(run), "skipped": [r.name for r in results if r.skipped], "episodes": n,
+            "successes": k, "success_rate": round(100 * k / n, 1) if n else None}
+
+
 def listing(ts: list[LiberoTask]) -> str:
     root = paths()
     lines = []
@@ -144,25 +247,58 @@ def listing(ts: list[LiberoTask]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import json
+    import time
+    from dataclasses import asdict
+
     ap = argparse.ArgumentParser(prog="python -m experiments.liberopro",
                                  description=__doc__.splitlines()[0])
-    ap.add_argument("--list", action="store_true", required=True,
-                    help="print each task's BDDL file, instruction and init states (evaluation: not yet)")
+    ap.add_argument("--list", action="store_true",
+                    help="print each task's BDDL file, instruction and init states, and stop")
     ap.add_argument("--suite", choices=SUITES, default="libero_goal")
     ap.add_argument("--perturb", choices=tuple(PERTURB), default="none")
     ap.add_argument("--all", action="store_true",
-                    help="every suite and perturbation, a summary line each")
+                    help="with --list: every suite and perturbation, a summary line each")
+    ap.add_argument("--policy", default="expert",
+                    help="expert (the scripted expert; learned policies: not yet)")
+    ap.add_argument("--episodes", type=int, default=EPISODES,
+                    help=f"episodes per task, init states in order (default {EPISODES})")
+    ap.add_argument("--tasks", type=int, help="the suite's first N tasks (default all)")
+    ap.add_argument("--workers", type=int, default=2, help="processes, one task each at a time")
+    ap.add_argument("--seed", type=int, default=0, help="episode i is seeded seed + i")
+    ap.add_argument("--out", type=Path, help="write per-task results and the overall rate as JSON here")
     a = ap.parse_args(argv)
-    combos = [(s, p) for s in SUITES for p in PERTURB] if a.all else [(a.suite, a.perturb)]
-    for s, p in combos:
-        ts = tasks(s, p)
-        reworded = sum(t.reworded for t in ts)
-        bad = [t.name for t in ts if not t.usable]
-        print(f"# {suite_name(s, p)}: {len(ts)} tasks, {sum(t.n_init for t in ts)} init states, "
-              f"{reworded} instructions differ from their file names, {len(bad)} unusable")
-        if not a.all:
-            print(listing(ts))
-    sys.stdout.flush()
+    if a.episodes < 1 or (a.tasks is not None and a.tasks < 1) or a.workers < 0:
+        ap.error("--episodes and --tasks must be >= 1 and --workers >= 0")
+    if a.policy != "expert":
+        ap.error(f"--policy {a.policy}: only the scripted expert (--policy expert) runs on LIBERO so far; "
+                 "the observation adapter for learned policies is still to be built (issue #14)")
+    if a.list:
+        combos = [(s, p) for s in SUITES for p in PERTURB] if a.all else [(a.suite, a.perturb)]
+        for s, p in combos:
+            ts = tasks(s, p)
+            reworded = sum(t.reworded for t in ts)
+            bad = [t.name for t in ts if not t.usable]
+            print(f"# {suite_name(s, p)}: {len(ts)} tasks, {sum(t.n_init for t in ts)} init states, "
+                  f"{reworded} instructions differ from their file names, {len(bad)} unusable")
+            if not a.all:
+                print(listing(ts))
+        sys.stdout.flush()
+        return 0
+    t0 = time.perf_counter()
+    results = evaluate(a.suite, a.perturb, a.policy, a.episodes, a.tasks, a.workers, a.seed,
+                       log=lambda line: print(line, flush=True))
+    total = summary(results)
+    print(f"# {suite_name(a.suite, a.perturb)} · policy {a.policy}: {total['successes']}/{total['episodes']} "
+          f"({total['success_rate']} %) over {total['tasks']} tasks"
+          + (f"; skipped {len(total['skipped'])}" if total["skipped"] else "")
+          + f" · {time.perf_counter() - t0:.0f} s")
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps({"suite": suite_name(a.suite, a.perturb), "policy": a.policy,
+                                     "episodes_per_task": a.episodes, "seed": a.seed, **total,
+                                     "wall_s": round(time.perf_counter() - t0, 1),
+                                     "tasks_run": [asdict(r) for r in results]}, indent=1) + "\n")
     return 0
 
 

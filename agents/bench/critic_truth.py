@@ -3,7 +3,7 @@
     python -m agents.bench.critic_truth                              # rules critic, every family
     python -m agents.bench.critic_truth --critics rules,local        # and the embedded LLM critic
     python -m agents.bench.critic_truth --critics rules,openai --base-url URL --model NAME
-    python -m agents.bench.critic_truth --verify-n 12 --verify 8     # and verify the first 8 diagnoses
+    python -m agents.bench.critic_truth --verify-n 12                # and verify every diagnosis
     python -m agents.bench.critic_truth --draws 40 --save-cases runs/critic_cases     # keep the cases, then
     python -m agents.bench.critic_truth --cases runs/critic_cases --critics rules,local --llm-max 12
 
@@ -19,8 +19,10 @@ benchmark as peers (moved scenes and twins, solved or not: as the loop's `diagno
 round's other rollouts), and is scored on naming that factor; two naive baselines (the factor farthest
 outside its range; a random factor) are scored beside it. The phase
 it names is compared with where the episode got stuck (privileged phase labels). With `--verify-n`, the
-first `--verify` diagnoses of each critic are verified as in the loop (targeted vs control batches on the
-family's seed program, same policy): verdicts, split by whether the diagnosis was right.
+diagnoses of each critic (the first `--verify`) are verified as in the loop (targeted vs control batches on
+the family's seed program, same policy): verdicts, split by whether the diagnosis was right. Diagnoses
+hold the failing scene's other OOD factors as context, as Table 1's default preset does
+(`--no-ood-context`: without).
 
 Seeds start at 7,700,000 (never the frozen suites', the development scenes' or the loop's); nothing was
 tuned on these cases. Results: `--out FILE` (JSON), a table on stdout.
@@ -201,14 +203,17 @@ def _flat(scene: Any) -> dict[str, Any]:
     return {n: v for group in scene.factors.values() for n, v in group.items()}
 
 
-def diagnose_all(cases: list[Case], critic: str, llm: Any, log: Any = print) -> None:
-    """Every case diagnosed by `critic`, alone and with peers (an unusable LLM answer recorded as such)."""
+def diagnose_all(cases: list[Case], critic: str, llm: Any, log: Any = print, *,
+                 ood_context: bool = True, ood_first: bool = True) -> None:
+    """Every case diagnosed by `critic`, alone and with peers (an unusable LLM answer recorded as such);
+    with `ood_context` (Table 1's default preset) each diagnosis holds the scene's other OOD factors, with
+    `ood_first` the rules critic ranks out-of-distribution factors first (`CriticConfig`)."""
     from agents.config import CriticConfig
     from agents.critic.diagnose import diagnose
     from agents.llm import LLMError
     from programs.seeds import seed_library
 
-    config = CriticConfig(allow_ood=True)
+    config = CriticConfig(allow_ood=True, ood_context=ood_context, ood_first=ood_first)
     for k, case in enumerate(cases):
         gen = seed_library()[case.family][0]
         for setting in ("alone", "peers"):
@@ -266,9 +271,12 @@ def _stuck(case: Case) -> str:
     return summarize_failure(case.episode).failing_phase
 
 
-def verify_some(cases: list[Case], critics: list[str], n: int, k: int, policy: Path, workers: int,
-                seed: int) -> dict[str, Any]:
-    """The first `k` diagnoses (with peers) of each critic verified as the loop verifies: verdict counts."""
+def verify_some(cases: list[Case], critics: list[str], n: int, k: int | None, policy: Path, workers: int,
+                seed: int, log: Any = print) -> dict[str, Any]:
+    """The first `k` diagnoses (with peers; all when `k` is None) of each critic verified as the loop
+    verifies them (targeted vs control batches on the family's seed program, the diagnosis's context held
+    in both): verdict counts, split by whether the diagnosis named the case's cause, and every verdict's
+    evidence."""
     from agents.critic.verify import VerifyConfig, episode_rollout, run_verification, sandbox_run_batch
     from coda_policy.awr import SeededPolicy
     from programs.seeds import seed_library
@@ -281,14 +289,28 @@ def verify_some(cases: list[Case], critics: list[str], n: int, k: int, policy: P
         for critic in critics:
             verdicts: dict[str, int] = defaultdict(int)
             right: dict[str, int] = defaultdict(int)
-            dxs = [(c, c.diagnoses.get(f"{critic}/peers")) for c in cases]
-            for j, (c, dx) in enumerate([(c, d) for c, d in dxs if hasattr(d, "factor")][:k]):
+            rows = []
+            dxs = [(c, d) for c in cases if hasattr(d := c.diagnoses.get(f"{critic}/peers"), "factor")]
+            for j, (c, dx) in enumerate(dxs[:k]):
                 res = run_verification(dx, seed_library()[c.family][0], batch, n=n,
                                        rng=np.random.default_rng([seed, j]), config=VerifyConfig())
-                verdicts[res.verdict.status] += 1
-                right[f"{res.verdict.status}_{'right' if dx.factor == c.factor else 'wrong'}"] += 1
-            out[critic] = {"verdicts": dict(verdicts), "by_correctness": dict(right), "n": n}
+                v, ok = res.verdict, dx.factor == c.factor
+                verdicts[v.status] += 1
+                right[f"{v.status}_{'right' if ok else 'wrong'}"] += 1
+                rows.append({"family": c.family, "seed": c.seed, "cause": c.factor, "named": dx.factor,
+                             "right": ok, "phase": dx.phase, "context": sorted(set(dx.edit) - {dx.factor}),
+                             "control": res.control_factor, "status": v.status,
+                             "targeted": v.targeted_failure_rate, "control_rate": v.control_failure_rate,
+                             "p": round(v.p_value, 4), "counts": res.counts})
+                log(f"verify {critic} {j + 1}/{len(dxs[:k])} {c.family} {dx.factor} "
+                    f"({'right' if ok else 'wrong'}): {v.status} {v.targeted_failure_rate:.2f} vs "
+                    f"{v.control_failure_rate:.2f} (any phase {_any_phase(res.counts)})")
+            out[critic] = {"verdicts": dict(verdicts), "by_correctness": dict(right), "n": n, "rows": rows}
     return out
+
+
+def _any_phase(c: dict[str, int]) -> str:
+    return f"{c['targeted_failures']}/{c['targeted_n']} vs {c['control_failures']}/{c['control_n']}"
 
 
 def table(scores: dict[str, Any]) -> str:
@@ -324,7 +346,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base-url", help="OpenAI-compatible endpoint for --critics openai")
     ap.add_argument("--model", help="endpoint model name for --critics openai")
     ap.add_argument("--verify-n", type=int, default=0, help="episodes per verification batch (0: no verify)")
-    ap.add_argument("--verify", type=int, default=8, help="diagnoses verified per critic (with --verify-n)")
+    ap.add_argument("--verify", type=int, help="diagnoses verified per critic (with --verify-n; default all)")
+    ap.add_argument("--no-ood-context", dest="ood_context", action="store_false",
+                    help="diagnoses without the failing scene's other OOD factors (Table 1 holds them)")
+    ap.add_argument("--no-ood-first", dest="ood_first", action="store_false",
+                    help="the rules critic's single ranking by score (before FINDINGS #16)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2,
                     help="llama.cpp threads of the local critic (1 when other work shares the cores)")
@@ -359,14 +385,17 @@ def main(argv: list[str] | None = None) -> int:
         llm = None if critic == "rules" else bench_llm(critic, a, log_dir)
         t1 = time.perf_counter()
         try:
-            diagnose_all(cases if critic == "rules" else spread(cases, a.llm_max), critic, llm)
+            diagnose_all(cases if critic == "rules" else spread(cases, a.llm_max), critic, llm,
+                         ood_context=a.ood_context, ood_first=a.ood_first)
         finally:
             if llm is not None:
                 llm.close()
         timing[critic] = round(time.perf_counter() - t1, 1)
     scores = score(cases)
     res: dict[str, Any] = {"families": families, "draws": a.draws, "k": a.k, "policy": str(a.policy),
-                           "seed": a.seed, "counts": counts, "scores": scores, "critic_s": timing,
+                           "seed": a.seed, "ood_context": a.ood_context, "ood_first": a.ood_first,
+                           "counts": counts, "scores": scores,
+                           "critic_s": timing,
                            "cases": [{"family": c.family, "factor": c.factor, "side": c.side, "seed": c.seed,
                                       "moved": c.moved,
                                       **{k: named(v) or str(v) for k, v in c.diagnoses.items()}}
@@ -376,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     res["wall_s"] = round(time.perf_counter() - t0, 1)
     print(table(scores))
     if "verification" in res:
-        print(json.dumps(res["verification"], indent=1))
+        print(json.dumps({c: {k: v for k, v in r.items() if k != "rows"}
+                          for c, r in res["verification"].items()}, indent=1))
     if a.out:
         write_json(a.out, res)
     return 0

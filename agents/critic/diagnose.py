@@ -79,20 +79,25 @@ def targeted_edit(program: GenerationProgram, name: str, value: Any, position: f
                      allow_ood=config.allow_ood)
 
 
+# the groups whose out-of-distribution values a diagnosis holds: an unseen task choice (a drawer as the
+# container) is as much a condition of the failure as a far position
+OOD_CONTEXT_GROUPS = ("task", "spatial", "attribute")
+
+
 def ood_conditions(sm: FailureSummary, program: GenerationProgram, name: str,
                    config: CriticConfig) -> dict[str, EditValue]:
     """The failing scene's other factors that were out of distribution (outside the family's ID range, or
-    an unseen choice), each as the edit that recreates it (`targeted_edit`): the conditions the failure
-    happened under. A diagnosis holds them in both verification batches, so it claims "`name` fails
-    under these conditions" — a difficulty of several factors, which a single factor moved on the seed
-    distribution cannot show (FINDINGS #8). Empty unless OOD edits are allowed (`config.allow_ood`,
-    `config.ood_context`)."""
+    an unseen choice, in any of `OOD_CONTEXT_GROUPS`), each as the edit that recreates it
+    (`targeted_edit`): the conditions the failure happened under. A diagnosis holds them in both
+    verification batches, so it claims "`name` fails under these conditions" — a difficulty of several
+    factors, which a single factor moved on the seed distribution cannot show (FINDINGS #8). Empty unless
+    OOD edits are allowed (`config.allow_ood`, `config.ood_context`)."""
     if not (config.allow_ood and config.ood_context):
         return {}
     names = {f.name for f in program.factors}
     out: dict[str, EditValue] = {}
     for r in sm.factors:
-        if r.name == name or r.name not in names or not r.live or r.group not in ("spatial", "attribute"):
+        if r.name == name or r.name not in names or not r.live or r.group not in OOD_CONTEXT_GROUPS:
             continue
         ref = reference(program, r.name)
         if ref.type == "choice":
@@ -121,7 +126,7 @@ def rules_diagnosis(sm: FailureSummary, program: GenerationProgram,
                     config: CriticConfig = CriticConfig()) -> Diagnosis:
     """The rules critic's diagnosis of a summarised failure (see `agents.critic.rules`). A choice whose
     scene value no edit may use (an unseen value without `allow_ood`) is passed over for the next factor."""
-    ranked = [c for c in rank_factors(sm, {f.name for f in program.factors})
+    ranked = [c for c in rank_factors(sm, {f.name for f in program.factors}, ood_first=config.ood_first)
               if c.reading.type != "choice"
               or c.reading.value in allowed_choices(reference(program, c.reading.name), config.allow_ood)]
     if not ranked:

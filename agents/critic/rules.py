@@ -18,6 +18,13 @@ Each factor gets a score
   object's faces multiplies its yaw; an object that slid out of the fingers multiplies mass and friction;
   a hand that went to the wrong thing multiplies appearance and language factors; and so on.
 
+Out-of-distribution values come first: when the failing scene has factors outside the family's training
+ranges (or unseen choices), the ranking is over those, and the in-distribution ones follow (`ood_first`).
+The policy was trained on the in-distribution ranges and solves most such scenes, so a failure where some
+factors left them is first explained by those; in Table 1's round 1 the scores above named an
+in-distribution factor (a size, a mass) on 4 of 6 failures of three-factor variants, each refuted
+(FINDINGS #16).
+
 The top factor becomes the diagnosis, with a targeted edit that recreates the failing scene's value
 (a band around it, on its side of the range) and a confidence from the margin over the runner-up.
 """
@@ -226,8 +233,15 @@ EVIDENCE: tuple[Callable[[FailureSummary, Cands], None], ...] = (
     _ev_reach, _ev_grasp, _ev_hold, _ev_target, _ev_perception, _ev_contrast)
 
 
-def rank_factors(sm: FailureSummary, names: set[str] | None = None) -> list[Candidate]:
-    """Every factor of the summary (restricted to `names`, e.g. the program's schema), best first."""
+def out_of_distribution(r: FactorReading) -> bool:
+    """The value lies outside the family's in-distribution range, or is a choice the family never shows."""
+    return abs(float(r.position)) > 1.0
+
+
+def rank_factors(sm: FailureSummary, names: set[str] | None = None, *,
+                 ood_first: bool = False) -> list[Candidate]:
+    """Every factor of the summary (restricted to `names`, e.g. the program's schema), best first; with
+    `ood_first` the out-of-distribution ones (`out_of_distribution`) before all others."""
     table = RELEVANCE.get(sm.failing_phase, {})
     c: Cands = {}
     for r in sm.factors:
@@ -241,7 +255,8 @@ def rank_factors(sm: FailureSummary, names: set[str] | None = None) -> list[Cand
             x.relevance *= 0.2
     for rule in EVIDENCE:
         rule(sm, c)
-    return sorted(c.values(), key=lambda x: (-x.score, x.reading.name))
+    return sorted(c.values(), key=lambda x: (ood_first and not out_of_distribution(x.reading), -x.score,
+                                             x.reading.name))
 
 
 def confidence(ranked: list[Candidate]) -> float:

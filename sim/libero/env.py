@@ -1,0 +1,140 @@
+"""One LIBERO task's environment: reset to an init state of the task's own suite, step with LIBERO's action,
+read privileged state.
+
+The action is LIBERO's: 7 numbers in [-1, 1] for robosuite's OSC_POSE controller at 20 Hz — end-effector
+position delta (1 ↦ 5 cm), rotation delta as an axis-angle (1 ↦ 0.5 rad), gripper (-1 open, +1 close).
+Cameras are off (a policy that needs images renders them itself); the episode's success is LIBERO's own
+`_check_success` of the BDDL goal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from experiments.liberopro import LiberoTask
+
+# no-op steps after setting an init state, before the episode's first counted step: objects placed by the
+# init state settle on their supports (the published LIBERO evaluators wait 10 steps the same way)
+SETTLE_STEPS = 10
+
+
+@dataclass(frozen=True)
+class Box:
+    """An axis-aligned bounding box in world coordinates (m)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @property
+    def center(self) -> np.ndarray:
+        return (self.lo + self.hi) / 2
+
+    @property
+    def size(self) -> np.ndarray:
+        return self.hi - self.lo
+
+
+def _quiet_robosuite() -> None:
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    for name in ("robosuite", "robosuite_logs"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+class LiberoEnv:
+    """A real LIBERO environment for one task (BDDL from the task's own suite folder)."""
+
+    def __init__(self, task: LiberoTask) -> None:
+        _quiet_robosuite()
+        with contextlib.redirect_stdout(io.StringIO()):
+            from libero.libero.envs import OffScreenRenderEnv
+
+            self._env = OffScreenRenderEnv(bddl_file_name=str(task.bddl), has_renderer=False,
+                                           has_offscreen_renderer=False, use_camera_obs=False)
+        self.task = task
+        self.obs: dict[str, Any] = {}
+        self.steps = 0
+
+    # ---- episode --------------------------------------------------------------------------------------
+    def reset(self, state: np.ndarray, seed: int = 0) -> dict[str, Any]:
+        """Reset, set the simulator to `state` (one row of the task's init-state file), let it settle."""
+        self._env.seed(seed)
+        self._env.reset()
+        self._env.set_init_state(state)
+        for _ in range(SETTLE_STEPS):
+            self.obs, *_ = self._env.step(np.r_[np.zeros(6), -1.0])
+        self.steps = 0
+        return self.obs
+
+    def step(self, action: np.ndarray) -> dict[str, Any]:
+        a = np.asarray(action, dtype=float)
+        if a.shape != (7,):
+            raise ValueError(f"a LIBERO action has 7 numbers (dpos 3, drot 3, gripper), got shape {a.shape}")
+        self.obs, *_ = self._env.step(np.clip(a, -1.0, 1.0))
+        self.steps += 1
+        return self.obs
+
+    def success(self) -> bool:
+        return bool(self._inner._check_success())
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._env.close()
+
+    # ---- privileged state ----------------------------------------------------------------------------------
+    @property
+    def _inner(self) -> Any:
+        return self._env.env
+
+    @property
+    def goal(self) -> list[list[str]]:
+        """The BDDL goal's atoms, e.g. [['on', 'akita_black_bowl_1', 'plate_1']]."""
+        return [list(map(str, g)) for g in self._inner.parsed_problem["goal_state"]]
+
+    @property
+    def eef(self) -> np.ndarray:
+        return np.asarray(self.obs["robot0_eef_pos"], dtype=float).copy()
+
+    @property
+    def gripper_width(self) -> float:
+        q = self.obs["robot0_gripper_qpos"]
+        return float(abs(q[0]) + abs(q[1]))
+
+    def is_object(self, name: str) -> bool:
+        return name in self._inner.objects_dict
+
+    def has_site(self, name: str) -> bool:
+        return name in self._site_names()
+
+    def _site_names(self) -> set[str]:
+        m = self._inner.sim.model
+        return {m.site_id2name(i) for i in range(m.nsite)}
+
+    def site_pos(self, name: str) -> np.ndarray:
+        sim = self._inner.sim
+        return np.asarray(sim.data.site_xpos[sim.model.site_name2id(name)], dtype=float).copy()
+
+    def box(self, name: str) -> Box:
+        """Bounding box of every collision geom of an object or fixture (its bodies are named after it)."""
+        sim = self._inner.sim
+        m, d = sim.model, sim.data
+        bodies = {i for i in range(m.nbody) if (m.body_id2name(i) or "").startswith(name)}
+        los, his = [], []
+        for g in range(m.ngeom):
+            if m.geom_bodyid[g] not in bodies or (m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0):
+                continue
+            c, h = m.geom_aabb[g][:3], m.geom_aabb[g][3:]
+            corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * h + c
+            world = corners @ d.geom_xmat[g].reshape(3, 3).T + d.geom_xpos[g]
+            los.append(world.min(0))
+            his.append(world.max(0))
+        if not los:
+            raise KeyError(f"{self.task.name}: no collision geometry named {name!r}")
+        return Box(np.min(los, axis=0), np.max(his, axis=0))

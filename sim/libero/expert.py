@@ -1,0 +1,118 @@
+"""A scripted pick-and-place expert for LIBERO over privileged state.
+
+Goals it knows: `(On obj target)` — the target an object (a plate) or a region (a stove's cook region, a
+cabinet's top) — and `(In obj region)` (a basket's contain region, a drawer's region that is already
+open). That is every task of `libero_spatial` and `libero_object` and the pick-place tasks of
+`libero_goal`; anything else raises `UnsupportedGoal`, so an evaluation reports it instead of scoring it.
+
+The motion, each stage a phase label: approach (above the grasp point) → grasp (descend, close) → lift →
+transport (at a safe height to above the target) → place (descend) → release → retreat. Bowls are taken by
+the rim (fingers across the wall), everything else across its middle from above. Positions come from the
+simulator (object bounding boxes, region sites), recomputed where they matter: the grasp point when the
+approach starts, the target when transport starts, the object's height below the hand once it is held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from sim.libero.env import Box, LiberoEnv
+
+PHASES = ("approach", "grasp", "lift", "transport", "place", "release", "retreat")
+GAIN = 12.0  # position error (m) → action units; an action of 1 moves the set-point 5 cm
+OPEN, CLOSE = -1.0, 1.0
+
+
+class UnsupportedGoal(ValueError):
+    """The task's goal is not one the scripted expert can reach (an articulated fixture, a stove knob...)."""
+
+
+def _move(env: LiberoEnv, target: np.ndarray, grip: float, max_steps: int,
+          tol: float) -> Iterator[np.ndarray]:
+    for i in range(max_steps):
+        err = target - env.eef
+        if i > 2 and float(np.linalg.norm(err)) < tol:
+            return
+        a = np.zeros(7)
+        a[:3] = np.clip(err * GAIN, -1.0, 1.0)
+        a[6] = grip
+        yield a
+
+
+def _hold(grip: float, steps: int) -> Iterator[np.ndarray]:
+    for _ in range(steps):
+        yield np.r_[np.zeros(6), grip]
+
+
+class PickPlaceExpert:
+    """Acts on a `LiberoEnv` step by step: `act()` → the next action, `phase` → the current stage."""
+
+    def __init__(self, env: LiberoEnv) -> None:
+        goal = env.goal
+        if len(goal) != 1 or goal[0][0] not in ("on", "in") or not env.is_object(goal[0][1]):
+            raise UnsupportedGoal(f"{env.task.name}: goal {goal} is not (On|In movable-object target)")
+        self.env = env
+        self.obj, self.target = goal[0][1], goal[0][2]
+        self.phase = PHASES[0]
+        self._plan = self._script()
+
+    def act(self) -> np.ndarray:
+        """The next action; after the script ends, hold still with the gripper open."""
+        return next(self._plan, np.r_[np.zeros(6), OPEN])
+
+    # ---- geometry --------------------------------------------------------------------------------------
+    def _owner(self, region: str) -> str | None:
+        """The object or fixture a region belongs to (its name's longest known prefix)."""
+        names = [n for n in (*self.env._inner.objects_dict, *self.env._inner.fixtures_dict)
+                 if region.startswith(n)]
+        return max(names, key=len) if names else None
+
+    def _target_point(self) -> tuple[np.ndarray, float]:
+        """(x, y) to place over and the height (z) the object must clear there."""
+        env = self.env
+        if env.is_object(self.target):
+            b = env.box(self.target)
+            return b.center[:2], float(b.hi[2])
+        if not env.has_site(self.target):
+            raise UnsupportedGoal(f"{env.task.name}: no object or region site named {self.target!r}")
+        p = env.site_pos(self.target)
+        owner = self._owner(self.target)
+        top = float(p[2])
+        if owner is not None and env.is_object(owner):  # a basket: clear its rim
+            top = max(top, float(env.box(owner).hi[2]))
+        return p[:2], top
+
+    def _grasp_point(self, b: Box) -> np.ndarray:
+        if "bowl" in self.obj:  # by the rim: fingers (closing along y) across the wall
+            r = max(float(min(b.size[0], b.size[1])) / 2 - 0.012, 0.0)
+            return np.array([b.center[0], b.center[1] + r, b.hi[2] - 0.01])
+        z = max(float(b.hi[2]) - min(0.03, float(b.size[2]) / 2), float(b.lo[2]) + 0.015)
+        return np.array([b.center[0], b.center[1], z])
+
+    # ---- the script ------------------------------------------------------------------------------------
+    def _script(self) -> Iterator[np.ndarray]:
+        env = self.env
+        b = env.box(self.obj)
+        g = self._grasp_point(b)
+        self.phase = "approach"
+        yield from _move(env, g + [0, 0, 0.12], OPEN, 90, 0.01)
+        self.phase = "grasp"
+        yield from _move(env, g, OPEN, 60, 0.005)
+        yield from _hold(CLOSE, 12)
+        self.phase = "lift"
+        yield from _move(env, env.eef + [0, 0, 0.18], CLOSE, 50, 0.01)
+        held = env.box(self.obj)
+        hang = float(env.eef[2] - held.lo[2])  # the object's bottom this far below the hand
+        offset = env.eef[:2] - held.center[:2]  # the hand's offset from the object's middle
+        xy, top = self._target_point()
+        self.phase = "transport"
+        safe = max(float(env.eef[2]), top + hang + 0.08)
+        yield from _move(env, np.r_[xy + offset, safe], CLOSE, 100, 0.01)
+        self.phase = "place"
+        yield from _move(env, np.r_[xy + offset, top + hang + 0.02], CLOSE, 50, 0.008)
+        self.phase = "release"
+        yield from _hold(OPEN, 10)
+        self.phase = "retreat"
+        yield from _move(env, env.eef + [0, 0, 0.10], OPEN, 25, 0.01)
