@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    seeds = list(range(a.seeds if a.seeds is not None else preset.seeds))
+    seeds = a.seeds if a.seeds is not None else list(range(preset.seeds))
     out = a.out or ROOT / "runs" / f"table1_{a.preset}"
     given = argv if argv is not None else sys.argv[1:]
     command = ("python -m experiments.ablations " + " ".join(given)).strip()

@@ -540,7 +540,8 @@ def finish_cell(cfg: RunConfig, run: Path, preset: TablePreset, preset_name: str
 
 def cell_arguments(ap: argparse.ArgumentParser) -> None:
     """The options every table of cells shares (Table 1, the ablations)."""
-    ap.add_argument("--seeds", type=int, help="seeds 0..N-1 (default: the preset's)")
+    ap.add_argument("--seeds", type=seed_list, help="N: seeds 0..N-1; or a comma-separated list of seeds, "
+                    "e.g. 0,2 (default: the preset's)")
     ap.add_argument("--workers", type=int, default=2, help="episode-pool workers per cell")
     ap.add_argument("--results", type=Path, default=ROOT / "docs" / "results", help="where the table goes")
     ap.add_argument("--commit", action="store_true", help="git-commit each finished cell and the table")
@@ -572,6 +573,17 @@ def checked_cells(presets: Registry[TablePreset], a: argparse.Namespace) -> tupl
     return preset, methods
 
 
+def seed_list(text: str) -> list[int]:
+    """`--seeds`: "3" → [0, 1, 2]; "0,2" → [0, 2]."""
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seeds (3) or a list (0,2)") from None
+    if not values or min(values) < 0 or ("," not in text and values[0] < 1):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seeds >= 1 or a list of seeds >= 0")
+    return values if "," in text else list(range(values[0]))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.table1", description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="default", help=f"one of {', '.join(TABLES.names())}")
@@ -586,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    seeds = list(range(a.seeds if a.seeds is not None else preset.seeds))
+    seeds = a.seeds if a.seeds is not None else list(range(preset.seeds))
     out = a.out or ROOT / "runs" / f"table1_{a.preset}"
     command = "python -m experiments.table1 " + " ".join(argv if argv is not None else sys.argv[1:])
     table = run_table(a.preset, methods, seeds, critic=a.critic, workers=a.workers, out=out,
