@@ -224,8 +224,12 @@ class VerifyTestConfig:
     control_factor: str | None = None
     # groups a control factor may come from ("task" factors change the task itself)
     control_groups: tuple[str, ...] = ("spatial", "attribute")
+    # which failures count: in "any" phase (the factor claim; FINDINGS #16) or only the diagnosis's "named"
+    count: str = "any"
 
     def __post_init__(self) -> None:
+        if self.count not in ("any", "named"):
+            raise ValueError(f"verify.count must be 'any' or 'named', got {self.count!r}")
         if self.min_valid < 1:
             raise ValueError("min_valid must be >= 1")
         if not 0.0 < self.min_effect < 1.0:

@@ -107,13 +107,18 @@ class Verdict(BaseModel):
 
     diagnosis_id: str
     status: VerdictStatus
-    targeted_failure_rate: float = Field(ge=0.0, le=1.0)  # failures in the diagnosed phase, targeted batch
+    targeted_failure_rate: float = Field(ge=0.0, le=1.0)  # failures counted by the test, targeted batch
     control_failure_rate: float = Field(ge=0.0, le=1.0)  # same, control batch (another factor, same size)
     statistic: float  # test statistic (e.g. difference of proportions or z)
     p_value: float = Field(ge=0.0, le=1.0)
     n: int = Field(ge=0)  # episodes per batch
     test: str = "fisher_exact"  # which test produced `p_value`
     reason: str = ""  # why this status (e.g. "control at ceiling: no room to show an increase")
+    # which failures the rates count: "any" phase (the factor claim) or the diagnosis's "named" phase
+    counted: str = "named"
+    # the phase most targeted-batch failures ended in, and the share of them in the diagnosed phase
+    observed_phase: str | None = None
+    phase_share: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class EpisodeRecord(BaseModel):

@@ -11,8 +11,12 @@ Two batches of `n` scenes, drawn in pairs with common random numbers:
   other seen value, unseen value).
 
 Both batches run through the injected `run_batch` (generation in the sandbox + rollout with the current
-policy). A failure *in the diagnosed phase* counts; episodes whose generation or rollout errored are left
-out. The verdict:
+policy). A failure in any phase counts (`VerifyConfig.count`, "any"): the test is of the factor; where
+the recreated failures end is reported beside it (the most common phase, and the share in the diagnosed
+one). A single episode's stuck phase is a noisy label — recreated failures of a right diagnosis ended
+12/12 in some phase but 1/12 in the named one, and two batches both failing 12/12 in different phase mixes
+read as "validated" (FINDINGS #16) — so `count="named"`, the earlier rule, is kept only as an option.
+Episodes whose generation or rollout errored are left out. The verdict:
 
 - *validated*: a one-sided Fisher exact test (H1: targeted failure rate > control) gives p < α;
 - *refuted*: the data bound the increase below `min_effect` — the one-sided (1 − α) Agresti–Caffo upper
@@ -93,6 +97,8 @@ class VerifyConfig:
     control_factor: str | None = None
     # groups a control factor may come from ("task" factors change the task itself)
     control_groups: tuple[str, ...] = ("spatial", "attribute")
+    # which failures count: in "any" phase, or only in the diagnosis's "named" phase
+    count: Literal["any", "named"] = "any"
     # edit bounds and band width, as the critic uses them
     critic: CriticConfig = field(default_factory=CriticConfig)
 
@@ -103,6 +109,8 @@ class VerifyConfig:
             raise ValueError("min_valid must be >= 1")
         if not 0.0 < self.min_effect < 1.0:
             raise ValueError(f"min_effect must be in (0, 1), got {self.min_effect}")
+        if self.count not in ("any", "named"):
+            raise ValueError(f"count must be 'any' or 'named', got {self.count!r}")
 
 
 @dataclass(frozen=True)
@@ -238,7 +246,8 @@ def build_batches(diagnosis: Diagnosis, program: GenerationProgram, n: int, rng:
 
 
 def count(items: Sequence[BatchItem], outcomes: Sequence[Outcome], phase: str) -> dict[str, int]:
-    """Per arm: counted episodes, failures in `phase`, failures in any phase; and errored items."""
+    """Per arm: counted episodes, failures in `phase`, failures in any phase; errored items; and per phase
+    the targeted batch's failures ("targeted_in_<phase>")."""
     if len(outcomes) != len(items):
         raise ValueError(f"run_batch returned {len(outcomes)} outcomes for {len(items)} items")
     c = {f"{a}_{k}": 0 for a in ("targeted", "control") for k in ("n", "phase_failures", "failures")}
@@ -251,7 +260,19 @@ def count(items: Sequence[BatchItem], outcomes: Sequence[Outcome], phase: str) -
         if not out.success:
             c[f"{item.arm}_failures"] += 1
             c[f"{item.arm}_phase_failures"] += int((out.failing_phase or "").lower() == phase)
+            if item.arm == "targeted":
+                key = f"targeted_in_{(out.failing_phase or 'unknown').lower()}"
+                c[key] = c.get(key, 0) + 1
     return c
+
+
+def observed(counts: dict[str, int]) -> tuple[str | None, float | None]:
+    """(the phase most targeted failures ended in, the share of them in the diagnosed phase)."""
+    phases = {k.removeprefix("targeted_in_"): v for k, v in counts.items() if k.startswith("targeted_in_")}
+    if not phases:
+        return None, None
+    top = max(sorted(phases), key=lambda p: phases[p])
+    return top, round(counts["targeted_phase_failures"] / counts["targeted_failures"], 4)
 
 
 def run_verification(diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch, *, n: int,
@@ -259,8 +280,12 @@ def run_verification(diagnosis: Diagnosis, program: GenerationProgram, run_batch
     """Build both batches, run them in one `run_batch` call, count, test."""
     items, shell = build_batches(diagnosis, program, n, rng, config)
     counts = count(items, list(run_batch(items)), diagnosis.phase)
-    verdict = decide(diagnosis.id, counts["targeted_phase_failures"], counts["targeted_n"],
-                     counts["control_phase_failures"], counts["control_n"], config)
+    key = "failures" if config.count == "any" else "phase_failures"
+    verdict = decide(diagnosis.id, counts[f"targeted_{key}"], counts["targeted_n"],
+                     counts[f"control_{key}"], counts["control_n"], config)
+    top, share = observed(counts)
+    verdict = verdict.model_copy(update={"counted": config.count, "observed_phase": top,
+                                         "phase_share": share})
     return Verification(verdict, shell.targeted, shell.control, shell.control_factor, shell.control_edit,
                         counts)
 

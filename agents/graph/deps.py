@@ -173,7 +173,7 @@ class HelperAgents:
         # a batch of n can only be judged if n episodes may count
         config = VerifyConfig(alpha=alpha, min_valid=max(1, min(v.min_valid, n)), min_effect=v.min_effect,
                               control_factor=v.control_factor, control_groups=v.control_groups,
-                              critic=self.critic)
+                              count=v.count, critic=self.critic)
         return verify(diagnosis, program, run_batch, n=n, rng=rng, config=config)
 
     def write_generation_program(self, mode: DifficultyMode, base: GenerationProgram, llm: LLM | None,

@@ -184,8 +184,11 @@ def _batches(v: dict[str, Any] | None) -> str:
     n = v.get("n", "?")
     p = v.get("p_value")
     t, c = 100 * v["targeted_failure_rate"], 100 * v["control_failure_rate"]
+    where = "" if v.get("counted") != "named" else " in the diagnosed phase"
+    seen = (f"; targeted failures mostly in {v['observed_phase']} ({100 * v['phase_share']:.0f}% in the "
+            "diagnosed phase)") if v.get("observed_phase") and v.get("phase_share") is not None else ""
     return (f"targeted {t:.0f}% vs control {c:.0f}% "
-            f"failures (n = {n} each)" + (f", p = {p:.3g}" if p is not None else ""))
+            f"failures{where} (n = {n} each)" + (f", p = {p:.3g}" if p is not None else "") + seen)
 
 
 def _link(run: RunDir, rel: str | None, label: str | None = None) -> str:

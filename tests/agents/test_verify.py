@@ -143,13 +143,19 @@ def test_a_true_diagnosis_is_validated():
     assert res.control_factor == "mass" and v.diagnosis_id == dx().id
 
 
-def test_a_wrong_factor_is_refuted_or_inconclusive_and_a_wrong_phase_is_refuted():
+def test_a_wrong_factor_is_refuted_and_a_wrong_phase_is_reported_not_counted():
     run = FactorRunBatch(yaw_matters, phase="grasp")
     v = verify(dx("mass", (0.1625, 0.2)), GEN, run, n=20, rng=np.random.default_rng(0),
                config=VerifyConfig(control_factor="obj_yaw"))
     assert v.status == "refuted"  # the control (yaw) recreates the failure, the diagnosed mass does not
-    v2 = verify(dx(phase="lift"), GEN, run, n=20, rng=np.random.default_rng(0))
-    assert v2.status == "refuted" and v2.targeted_failure_rate == 0.0  # failures are in grasp, not lift
+    # the right factor with the wrong phase: failures in any phase count, and where they ended is reported
+    right = verify(dx(phase="lift"), GEN, run, n=20, rng=np.random.default_rng(0))
+    assert right.status == "validated" and right.counted == "any"
+    assert right.observed_phase == "grasp" and right.phase_share == 0.0
+    # counting only the named phase (the earlier rule) refutes it: failures are in grasp, not lift
+    v2 = verify(dx(phase="lift"), GEN, run, n=20, rng=np.random.default_rng(0),
+                config=VerifyConfig(count="named"))
+    assert v2.status == "refuted" and v2.targeted_failure_rate == 0.0 and v2.counted == "named"
     shares = refuted_share([v, v2, decide("d", 9, 10, 0, 10, VerifyConfig())])
     assert shares == pytest.approx(2 / 3)
 
