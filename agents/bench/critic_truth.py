@@ -277,12 +277,15 @@ def verify_some(cases: list[Case], critics: list[str], n: int, k: int | None, po
     verifies them (targeted vs control batches on the family's seed program, the diagnosis's context held
     in both): verdict counts, split by whether the diagnosis named the case's cause, and every verdict's
     evidence."""
+    from agents.config import RunConfig
     from agents.critic.verify import VerifyConfig, episode_rollout, run_verification, sandbox_run_batch
     from coda_policy.awr import SeededPolicy
     from programs.seeds import seed_library
     from sandbox.pool import PoolConfig, SandboxPool
     from sim.pool import EpisodePool
 
+    run = RunConfig()  # the loop's test: its significance level and its rule for which failures count
+    config = VerifyConfig(alpha=run.verify_alpha, count=run.verify.count)  # type: ignore[arg-type]
     out: dict[str, Any] = {}
     with SandboxPool(PoolConfig(workers=workers)) as sandbox, EpisodePool(workers) as pool:
         batch = sandbox_run_batch(sandbox, episode_rollout(pool, SeededPolicy(str(policy), 11)))
@@ -293,7 +296,7 @@ def verify_some(cases: list[Case], critics: list[str], n: int, k: int | None, po
             dxs = [(c, d) for c in cases if hasattr(d := c.diagnoses.get(f"{critic}/peers"), "factor")]
             for j, (c, dx) in enumerate(dxs[:k]):
                 res = run_verification(dx, seed_library()[c.family][0], batch, n=n,
-                                       rng=np.random.default_rng([seed, j]), config=VerifyConfig())
+                                       rng=np.random.default_rng([seed, j]), config=config)
                 v, ok = res.verdict, dx.factor == c.factor
                 verdicts[v.status] += 1
                 right[f"{v.status}_{'right' if ok else 'wrong'}"] += 1
@@ -305,7 +308,8 @@ def verify_some(cases: list[Case], critics: list[str], n: int, k: int | None, po
                 log(f"verify {critic} {j + 1}/{len(dxs[:k])} {c.family} {dx.factor} "
                     f"({'right' if ok else 'wrong'}): {v.status} {v.targeted_failure_rate:.2f} vs "
                     f"{v.control_failure_rate:.2f} (any phase {_any_phase(res.counts)})")
-            out[critic] = {"verdicts": dict(verdicts), "by_correctness": dict(right), "n": n, "rows": rows}
+            out[critic] = {"verdicts": dict(verdicts), "by_correctness": dict(right), "n": n,
+                           "alpha": config.alpha, "count": config.count, "rows": rows}
     return out
 
 

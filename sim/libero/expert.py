@@ -23,6 +23,7 @@ from sim.libero.env import Box, LiberoEnv
 PHASES = ("approach", "grasp", "lift", "transport", "place", "release", "retreat")
 GAIN = 12.0  # position error (m) → action units; an action of 1 moves the set-point 5 cm
 OPEN, CLOSE = -1.0, 1.0
+STALL_STEPS, STALL_M = 6, 0.002  # a move ends early when the hand went less than 2 mm in 6 steps
 
 
 class UnsupportedGoal(ValueError):
@@ -31,10 +32,14 @@ class UnsupportedGoal(ValueError):
 
 def _move(env: LiberoEnv, target: np.ndarray, grip: float, max_steps: int,
           tol: float) -> Iterator[np.ndarray]:
+    trail: list[np.ndarray] = []
     for i in range(max_steps):
         err = target - env.eef
+        trail.append(env.eef)
         if i > 2 and float(np.linalg.norm(err)) < tol:
             return
+        if len(trail) > STALL_STEPS and float(np.linalg.norm(trail[-1] - trail[-1 - STALL_STEPS])) < STALL_M:
+            return  # blocked (the object touches down, a finger meets the rim): go on from here
         a = np.zeros(7)
         a[:3] = np.clip(err * GAIN, -1.0, 1.0)
         a[6] = grip
@@ -86,8 +91,8 @@ class PickPlaceExpert:
 
     def _grasp_point(self, b: Box) -> np.ndarray:
         if "bowl" in self.obj:  # by the rim: fingers (closing along y) across the wall
-            r = max(float(min(b.size[0], b.size[1])) / 2 - 0.012, 0.0)
-            return np.array([b.center[0], b.center[1] + r, b.hi[2] - 0.01])
+            r = max(float(min(b.size[0], b.size[1])) / 2 - 0.008, 0.0)
+            return np.array([b.center[0], b.center[1] + r, b.hi[2] - 0.02])
         z = max(float(b.hi[2]) - min(0.03, float(b.size[2]) / 2), float(b.lo[2]) + 0.015)
         return np.array([b.center[0], b.center[1], z])
 
@@ -100,7 +105,7 @@ class PickPlaceExpert:
         yield from _move(env, g + [0, 0, 0.12], OPEN, 90, 0.01)
         self.phase = "grasp"
         yield from _move(env, g, OPEN, 60, 0.005)
-        yield from _hold(CLOSE, 12)
+        yield from _hold(CLOSE, 15)
         self.phase = "lift"
         yield from _move(env, env.eef + [0, 0, 0.18], CLOSE, 50, 0.01)
         held = env.box(self.obj)
