@@ -180,7 +180,7 @@ def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, se
             ok += done
             steps.append(env.steps)
             if not done:
-                phases.append(expert.phase)
+                phases.append(expert.failure_phase())
     finally:
         env.close()
     return TaskResult(task.suite, name, task.instruction, len(steps), ok, steps, phases,

@@ -61,11 +61,25 @@ class PickPlaceExpert:
         self.env = env
         self.obj, self.target = goal[0][1], goal[0][2]
         self.phase = PHASES[0]
+        self.lifted: bool | None = None  # after the lift: did the object leave its support?
+        self.done = False  # the script ran to its end
         self._plan = self._script()
 
     def act(self) -> np.ndarray:
         """The next action; after the script ends, hold still with the gripper open."""
-        return next(self._plan, np.r_[np.zeros(6), OPEN])
+        a = next(self._plan, None)
+        if a is None:
+            self.done = True
+            return np.r_[np.zeros(6), OPEN]
+        return a
+
+    def failure_phase(self) -> str:
+        """Where an unsuccessful episode went wrong, as far as the expert can tell: "grasp" when the lift
+        left the object where it was, the stage it was in when the step limit came, or "place" when the
+        script ran to its end with the object carried but not in place."""
+        if self.lifted is False:
+            return "grasp"
+        return "place" if self.done else self.phase
 
     # ---- geometry --------------------------------------------------------------------------------------
     def _owner(self, region: str) -> str | None:
@@ -109,6 +123,7 @@ class PickPlaceExpert:
         self.phase = "lift"
         yield from _move(env, env.eef + [0, 0, 0.18], CLOSE, 50, 0.01)
         held = env.box(self.obj)
+        self.lifted = bool(held.lo[2] > b.lo[2] + 0.03)
         hang = float(env.eef[2] - held.lo[2])  # the object's bottom this far below the hand
         offset = env.eef[:2] - held.center[:2]  # the hand's offset from the object's middle
         xy, top = self._target_point()

@@ -32,7 +32,7 @@ def test_the_scripted_expert_solves_a_libero_spatial_task_from_its_first_init_st
         env.step(expert.act())
         if not seen or seen[-1] != expert.phase:
             seen.append(expert.phase)
-    assert env.success() and env.steps < task.max_steps
+    assert env.success() and env.steps < task.max_steps and expert.lifted
     assert seen == [p for p in PHASES if p in seen] and seen[:3] == ["approach", "grasp", "lift"]
     with pytest.raises(ValueError, match="7 numbers"):
         env.step(np.zeros(6))
