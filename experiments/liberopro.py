@@ -163,7 +163,7 @@ def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, se
     if policy != "expert":
         raise ValueError(f"--policy {policy!r}: only the scripted expert runs on LIBERO so far")
     states = init_states(task)
-    env = LiberoEnv(task)
+    env = LiberoEnv.for_task(task)
     ok, steps, phases = 0, [], []
     try:
         for i in range(min(episodes, len(states))):

@@ -57,7 +57,7 @@ class PickPlaceExpert:
     def __init__(self, env: LiberoEnv) -> None:
         goal = env.goal
         if len(goal) != 1 or goal[0][0] not in ("on", "in") or not env.is_object(goal[0][1]):
-            raise UnsupportedGoal(f"{env.task.name}: goal {goal} is not (On|In movable-object target)")
+            raise UnsupportedGoal(f"{env.name}: goal {goal} is not (On|In movable-object target)")
         self.env = env
         self.obj, self.target = goal[0][1], goal[0][2]
         self.phase = PHASES[0]
@@ -95,7 +95,7 @@ class PickPlaceExpert:
             b = env.box(self.target)
             return b.center[:2], float(b.hi[2])
         if not env.has_site(self.target):
-            raise UnsupportedGoal(f"{env.task.name}: no object or region site named {self.target!r}")
+            raise UnsupportedGoal(f"{env.name}: no object or region site named {self.target!r}")
         p = env.site_pos(self.target)
         owner = self._owner(self.target)
         top = float(p[2])
