@@ -24,8 +24,8 @@ Evaluation (`--policy expert`) runs each task's episodes in a real LIBERO enviro
 episode i starts from init state i of the perturbed suite's file, in order, with a fixed seed, and ends at
 success or the suite's step limit; it prints success per task and overall, and the instruction the policy
 was given (the BDDL's). A task whose goal the scripted expert cannot reach, or that has no init states, is
-reported as such and left out of the overall rate. Learned policies on LIBERO need the observation adapter
-of issue #14, not built yet: `--policy` takes only `expert` for now.
+reported as such and left out of the overall rate. `--policy CHECKPOINT` runs a saved object-token policy
+(`python -m experiments.libero_sft` trains one on expert demonstrations) on privileged-state features.
 """
 
 from __future__ import annotations
@@ -160,31 +160,86 @@ def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, se
     task = next(t for t in tasks(suite, perturb) if t.name == name)
     if not task.usable:
         return TaskResult(task.suite, name, task.instruction, 0, 0, [], [], 0.0, skipped="no init states")
-    if policy != "expert":
-        raise ValueError(f"--policy {policy!r}: only the scripted expert runs on LIBERO so far")
     states = init_states(task)
-    env = LiberoEnv(task)
+    env = LiberoEnv.for_task(task)
+    learned = None if policy == "expert" else _LearnedPolicy(policy, env, task.instruction)
     ok, steps, phases = 0, [], []
     try:
         for i in range(min(episodes, len(states))):
             env.reset(states[i], seed=seed + i)
-            try:
-                expert = PickPlaceExpert(env)
-            except UnsupportedGoal as e:
-                return TaskResult(task.suite, name, task.instruction, 0, 0, [], [], time.perf_counter() - t0,
-                                  skipped=str(e))
+            if learned is not None:
+                learned.reset(seed + i)
+                act, failure_phase = learned.act, learned.failure_phase
+            else:
+                try:
+                    expert = PickPlaceExpert(env)
+                except UnsupportedGoal as e:
+                    return TaskResult(task.suite, name, task.instruction, 0, 0, [], [],
+                                      time.perf_counter() - t0, skipped=str(e))
+                act, failure_phase = expert.act, expert.failure_phase
             done = False
             while env.steps < task.max_steps and not done:
-                env.step(expert.act())
+                env.step(act())
                 done = env.success()
             ok += done
             steps.append(env.steps)
             if not done:
-                phases.append(expert.phase)
+                phases.append(failure_phase())
     finally:
         env.close()
     return TaskResult(task.suite, name, task.instruction, len(steps), ok, steps, phases,
                       time.perf_counter() - t0)
+
+
+class _LearnedPolicy:
+    """A saved object-token policy acting in a LIBERO environment: features from privileged state
+    (`sim.libero.features`), one chunk of LIBERO actions per call, `execute` of them run open loop."""
+
+    def __init__(self, path: str, env: object, instruction: str) -> None:
+        import torch
+
+        from coda_policy.registry import load_policy
+        from common.text import default_embedder
+        from sim.libero.features import categories
+
+        torch.set_num_threads(1)
+        self.policy = load_policy(path)
+        self.env, self.instruction = env, instruction
+        self.emb = default_embedder()
+        self.cats = categories(env)  # type: ignore[arg-type]
+        self.queue: list[np.ndarray] = []
+        self.gen = None
+        self.start_z = 0.0
+        self.lifted = False
+
+    def _subject(self) -> str | None:
+        goal = self.env.goal  # type: ignore[attr-defined]
+        return goal[0][1] if goal and len(goal[0]) == 3 and self.env.is_object(goal[0][1]) else None  # type: ignore[attr-defined]
+
+    def reset(self, seed: int) -> None:
+        import torch
+
+        self.queue, self.gen = [], torch.Generator().manual_seed(seed)
+        subj = self._subject()
+        self.start_z = float(self.env.box(subj).lo[2]) if subj else 0.0  # type: ignore[attr-defined]
+        self.lifted = False
+
+    def act(self) -> np.ndarray:
+        from coda_policy.features import collate
+        from sim.libero.features import featurize_libero
+
+        subj = self._subject()
+        if subj and float(self.env.box(subj).lo[2]) > self.start_z + 0.03:  # type: ignore[attr-defined]
+            self.lifted = True
+        if not self.queue:
+            feats = featurize_libero(self.env, self.instruction, self.emb, self.cats)  # type: ignore[arg-type]
+            chunk = self.policy.sample_actions(collate([feats]), generator=self.gen)[0]
+            self.queue = list(chunk[: self.policy.config.execute].numpy().astype(np.float64))
+        return self.queue.pop(0)
+
+    def failure_phase(self) -> str:
+        """"grasp" when the object never left its support, else "place"."""
+        return "place" if self.lifted else "grasp"
 
 
 def _run_task_star(args: tuple) -> TaskResult:
@@ -260,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--all", action="store_true",
                     help="with --list: every suite and perturbation, a summary line each")
     ap.add_argument("--policy", default="expert",
-                    help="expert (the scripted expert; learned policies: not yet)")
+                    help="expert (the scripted expert) or a policy checkpoint (experiments.libero_sft)")
     ap.add_argument("--episodes", type=int, default=EPISODES,
                     help=f"episodes per task, init states in order (default {EPISODES})")
     ap.add_argument("--tasks", type=int, help="the suite's first N tasks (default all)")
@@ -270,9 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.episodes < 1 or (a.tasks is not None and a.tasks < 1) or a.workers < 0:
         ap.error("--episodes and --tasks must be >= 1 and --workers >= 0")
-    if a.policy != "expert":
-        ap.error(f"--policy {a.policy}: only the scripted expert (--policy expert) runs on LIBERO so far; "
-                 "the observation adapter for learned policies is still to be built (issue #14)")
+    if a.policy != "expert" and not Path(a.policy).is_file():
+        ap.error(f"--policy {a.policy}: give 'expert' or a saved policy file "
+                 "(python -m experiments.libero_sft trains one)")
     if a.list:
         combos = [(s, p) for s in SUITES for p in PERTURB] if a.all else [(a.suite, a.perturb)]
         for s, p in combos:

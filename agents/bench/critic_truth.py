@@ -272,17 +272,21 @@ def _stuck(case: Case) -> str:
 
 
 def verify_some(cases: list[Case], critics: list[str], n: int, k: int | None, policy: Path, workers: int,
-                seed: int, log: Any = print) -> dict[str, Any]:
+                seed: int, log: Any = print, control: str = "other") -> dict[str, Any]:
     """The first `k` diagnoses (with peers; all when `k` is None) of each critic verified as the loop
     verifies them (targeted vs control batches on the family's seed program, the diagnosis's context held
     in both): verdict counts, split by whether the diagnosis named the case's cause, and every verdict's
     evidence."""
+    from agents.config import RunConfig
     from agents.critic.verify import VerifyConfig, episode_rollout, run_verification, sandbox_run_batch
     from coda_policy.awr import SeededPolicy
     from programs.seeds import seed_library
     from sandbox.pool import PoolConfig, SandboxPool
     from sim.pool import EpisodePool
 
+    run = RunConfig()  # the loop's test: its significance level and its rule for which failures count
+    config = VerifyConfig(alpha=run.verify_alpha, count=run.verify.count,  # type: ignore[arg-type]
+                          control=control)  # type: ignore[arg-type]
     out: dict[str, Any] = {}
     with SandboxPool(PoolConfig(workers=workers)) as sandbox, EpisodePool(workers) as pool:
         batch = sandbox_run_batch(sandbox, episode_rollout(pool, SeededPolicy(str(policy), 11)))
@@ -293,7 +297,7 @@ def verify_some(cases: list[Case], critics: list[str], n: int, k: int | None, po
             dxs = [(c, d) for c in cases if hasattr(d := c.diagnoses.get(f"{critic}/peers"), "factor")]
             for j, (c, dx) in enumerate(dxs[:k]):
                 res = run_verification(dx, seed_library()[c.family][0], batch, n=n,
-                                       rng=np.random.default_rng([seed, j]), config=VerifyConfig())
+                                       rng=np.random.default_rng([seed, j]), config=config)
                 v, ok = res.verdict, dx.factor == c.factor
                 verdicts[v.status] += 1
                 right[f"{v.status}_{'right' if ok else 'wrong'}"] += 1
@@ -305,7 +309,9 @@ def verify_some(cases: list[Case], critics: list[str], n: int, k: int | None, po
                 log(f"verify {critic} {j + 1}/{len(dxs[:k])} {c.family} {dx.factor} "
                     f"({'right' if ok else 'wrong'}): {v.status} {v.targeted_failure_rate:.2f} vs "
                     f"{v.control_failure_rate:.2f} (any phase {_any_phase(res.counts)})")
-            out[critic] = {"verdicts": dict(verdicts), "by_correctness": dict(right), "n": n, "rows": rows}
+            out[critic] = {"verdicts": dict(verdicts), "by_correctness": dict(right), "n": n,
+                           "alpha": config.alpha, "count": config.count, "control": config.control,
+                           "rows": rows}
     return out
 
 
@@ -349,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verify", type=int, help="diagnoses verified per critic (with --verify-n; default all)")
     ap.add_argument("--no-ood-context", dest="ood_context", action="store_false",
                     help="diagnoses without the failing scene's other OOD factors (Table 1 holds them)")
+    ap.add_argument("--control", choices=("other", "moveback"), default="other",
+                    help="the verification's control batch: another factor moved as far (the loop's), or "
+                         "the diagnosed factor moved back into its range")
     ap.add_argument("--no-ood-first", dest="ood_first", action="store_false",
                     help="the rules critic's single ranking by score (before FINDINGS #16)")
     ap.add_argument("--workers", type=int, default=2)
@@ -401,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
                                       **{k: named(v) or str(v) for k, v in c.diagnoses.items()}}
                                      for c in cases]}
     if a.verify_n:
-        res["verification"] = verify_some(cases, a.critics, a.verify_n, a.verify, a.policy, a.workers, a.seed)
+        res["verification"] = verify_some(cases, a.critics, a.verify_n, a.verify, a.policy, a.workers, a.seed,
+                                          control=a.control)
     res["wall_s"] = round(time.perf_counter() - t0, 1)
     print(table(scores))
     if "verification" in res:

@@ -99,6 +99,9 @@ class VerifyConfig:
     control_groups: tuple[str, ...] = ("spatial", "attribute")
     # which failures count: in "any" phase, or only in the diagnosis's "named" phase
     count: Literal["any", "named"] = "any"
+    # the control batch: "other" — another factor moved by the same amount; "moveback" — the diagnosed
+    # factor left at the program's own (in-distribution) values, everything else as in the targeted batch
+    control: Literal["other", "moveback"] = "other"
     # edit bounds and band width, as the critic uses them
     critic: CriticConfig = field(default_factory=CriticConfig)
 
@@ -111,6 +114,8 @@ class VerifyConfig:
             raise ValueError(f"min_effect must be in (0, 1), got {self.min_effect}")
         if self.count not in ("any", "named"):
             raise ValueError(f"count must be 'any' or 'named', got {self.count!r}")
+        if self.control not in ("other", "moveback"):
+            raise ValueError(f"control must be 'other' or 'moveback', got {self.control!r}")
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,12 @@ def control_edit(diagnosis: Diagnosis, program: GenerationProgram, rng: np.rando
 
 
 # ---- the batches -----------------------------------------------------------------------------------------
+def _own_values(program: GenerationProgram, name: str) -> EditValue:
+    """What `program` draws factor `name` from: its range, or its first choice."""
+    f = program.factor(name)
+    return tuple(f.range) if f.range is not None else f.choices[0]  # type: ignore[index]
+
+
 def build_batches(diagnosis: Diagnosis, program: GenerationProgram, n: int, rng: np.random.Generator,
                   config: VerifyConfig = VerifyConfig()) -> tuple[list[BatchItem], Verification]:
     """The 2n paired items and a `Verification` shell (verdict not yet decided)."""
@@ -227,9 +238,13 @@ def build_batches(diagnosis: Diagnosis, program: GenerationProgram, n: int, rng:
         program = edit_many(program, context, diagnosis=f"verify context for {diagnosis.id}: {context}")
     targeted = edit(program, diagnosis.factor, diagnosis.edit[diagnosis.factor],
                     diagnosis=f"verify targeted: {diagnosis.text()}")
-    cname, cvalue = control_edit(diagnosis, program, rng, config)
-    control = edit(program, cname, cvalue,
-                   diagnosis=f"verify control for {diagnosis.id}: {cname} -> {cvalue}")
+    if config.control == "moveback":  # the diagnosed factor as the program draws it, nothing else moved
+        cname, cvalue = diagnosis.factor, _own_values(program, diagnosis.factor)
+        control = program
+    else:
+        cname, cvalue = control_edit(diagnosis, program, rng, config)
+        control = edit(program, cname, cvalue,
+                       diagnosis=f"verify control for {diagnosis.id}: {cname} -> {cvalue}")
     items: list[BatchItem] = []
     for i in range(n):
         seed = int(rng.integers(2**31 - 1))

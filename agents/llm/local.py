@@ -68,11 +68,14 @@ class LocalConfig:
     # with the longest common prefix (llama-cpp-python's `LlamaRAMCache`). Without it the server reuses
     # only the previous call's KV cache, so a critic call after a writer call evaluates its whole prompt
     # again; with it, each prompt kind's static prefix (system text and function schema) is evaluated
-    # once per server life. `python -m agents.bench.prompt_cache` measures both on recorded prompts
-    prompt_cache: bool = True
-    # capacity of that cache in MiB (one entry holds the model's state after a call: 67 MB for the 1.5B
-    # model at n_ctx 4096 in this sitting's demo; the least recently used entry goes first)
-    prompt_cache_mib: int = 2048
+    # once per server life. `python -m agents.bench.prompt_cache` measures both on recorded prompts: no
+    # gain on the demo's calls (FINDINGS #15). Off by default because it leaks: llama-cpp-python bounds
+    # the cache by the KV state's size (45–67 MB an entry) while each entry also keeps a copy of the
+    # logits array (~1 GB here), so 14 critic calls grew a server to 15 GB and the kernel killed it
+    # (FINDINGS #17). With it on, keep `prompt_cache_mib` at a few entries' KV size
+    prompt_cache: bool = False
+    # capacity of that cache in MiB as llama-cpp-python counts it (KV state only; see above)
+    prompt_cache_mib: int = 128
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:

@@ -14,6 +14,7 @@ import io
 import logging
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,25 +50,34 @@ def _quiet_robosuite() -> None:
 
 
 class LiberoEnv:
-    """A real LIBERO environment for one task (BDDL from the task's own suite folder)."""
+    """A real LIBERO environment for one BDDL problem: a suite's task file (`for_task`) or a scene we wrote
+    (`sim.libero.scene.LiberoScene.write`)."""
 
-    def __init__(self, task: LiberoTask) -> None:
+    def __init__(self, bddl: str | Path, name: str = "") -> None:
         _quiet_robosuite()
         with contextlib.redirect_stdout(io.StringIO()):
             from libero.libero.envs import OffScreenRenderEnv
 
-            self._env = OffScreenRenderEnv(bddl_file_name=str(task.bddl), has_renderer=False,
+            self._env = OffScreenRenderEnv(bddl_file_name=str(bddl), has_renderer=False,
                                            has_offscreen_renderer=False, use_camera_obs=False)
-        self.task = task
+        self.bddl = Path(bddl)
+        self.name = name or self.bddl.stem
         self.obs: dict[str, Any] = {}
         self.steps = 0
 
+    @classmethod
+    def for_task(cls, task: LiberoTask) -> LiberoEnv:
+        """The task's environment, from its own suite folder's BDDL."""
+        return cls(task.bddl, task.name)
+
     # ---- episode --------------------------------------------------------------------------------------
-    def reset(self, state: np.ndarray, seed: int = 0) -> dict[str, Any]:
-        """Reset, set the simulator to `state` (one row of the task's init-state file), let it settle."""
+    def reset(self, state: np.ndarray | None = None, seed: int = 0) -> dict[str, Any]:
+        """Reset (LIBERO samples every object's start in its region), then — with `state`, one row of a
+        task's init-state file — set the simulator to it; let it settle."""
         self._env.seed(seed)
         self._env.reset()
-        self._env.set_init_state(state)
+        if state is not None:
+            self._env.set_init_state(state)
         for _ in range(SETTLE_STEPS):
             self.obs, *_ = self._env.step(np.r_[np.zeros(6), -1.0])
         self.steps = 0
@@ -136,5 +146,5 @@ class LiberoEnv:
             los.append(world.min(0))
             his.append(world.max(0))
         if not los:
-            raise KeyError(f"{self.task.name}: no collision geometry named {name!r}")
+            raise KeyError(f"{self.name}: no collision geometry named {name!r}")
         return Box(np.min(los, axis=0), np.max(his, axis=0))

@@ -23,6 +23,7 @@ from sim.libero.env import Box, LiberoEnv
 PHASES = ("approach", "grasp", "lift", "transport", "place", "release", "retreat")
 GAIN = 12.0  # position error (m) → action units; an action of 1 moves the set-point 5 cm
 OPEN, CLOSE = -1.0, 1.0
+STALL_STEPS, STALL_M = 6, 0.002  # a move ends early when the hand went less than 2 mm in 6 steps
 
 
 class UnsupportedGoal(ValueError):
@@ -31,10 +32,14 @@ class UnsupportedGoal(ValueError):
 
 def _move(env: LiberoEnv, target: np.ndarray, grip: float, max_steps: int,
           tol: float) -> Iterator[np.ndarray]:
+    trail: list[np.ndarray] = []
     for i in range(max_steps):
         err = target - env.eef
+        trail.append(env.eef)
         if i > 2 and float(np.linalg.norm(err)) < tol:
             return
+        if len(trail) > STALL_STEPS and float(np.linalg.norm(trail[-1] - trail[-1 - STALL_STEPS])) < STALL_M:
+            return  # blocked (the object touches down, a finger meets the rim): go on from here
         a = np.zeros(7)
         a[:3] = np.clip(err * GAIN, -1.0, 1.0)
         a[6] = grip
@@ -52,15 +57,29 @@ class PickPlaceExpert:
     def __init__(self, env: LiberoEnv) -> None:
         goal = env.goal
         if len(goal) != 1 or goal[0][0] not in ("on", "in") or not env.is_object(goal[0][1]):
-            raise UnsupportedGoal(f"{env.task.name}: goal {goal} is not (On|In movable-object target)")
+            raise UnsupportedGoal(f"{env.name}: goal {goal} is not (On|In movable-object target)")
         self.env = env
         self.obj, self.target = goal[0][1], goal[0][2]
         self.phase = PHASES[0]
+        self.lifted: bool | None = None  # after the lift: did the object leave its support?
+        self.done = False  # the script ran to its end
         self._plan = self._script()
 
     def act(self) -> np.ndarray:
         """The next action; after the script ends, hold still with the gripper open."""
-        return next(self._plan, np.r_[np.zeros(6), OPEN])
+        a = next(self._plan, None)
+        if a is None:
+            self.done = True
+            return np.r_[np.zeros(6), OPEN]
+        return a
+
+    def failure_phase(self) -> str:
+        """Where an unsuccessful episode went wrong, as far as the expert can tell: "grasp" when the lift
+        left the object where it was, the stage it was in when the step limit came, or "place" when the
+        script ran to its end with the object carried but not in place."""
+        if self.lifted is False:
+            return "grasp"
+        return "place" if self.done else self.phase
 
     # ---- geometry --------------------------------------------------------------------------------------
     def _owner(self, region: str) -> str | None:
@@ -76,7 +95,7 @@ class PickPlaceExpert:
             b = env.box(self.target)
             return b.center[:2], float(b.hi[2])
         if not env.has_site(self.target):
-            raise UnsupportedGoal(f"{env.task.name}: no object or region site named {self.target!r}")
+            raise UnsupportedGoal(f"{env.name}: no object or region site named {self.target!r}")
         p = env.site_pos(self.target)
         owner = self._owner(self.target)
         top = float(p[2])
@@ -86,8 +105,8 @@ class PickPlaceExpert:
 
     def _grasp_point(self, b: Box) -> np.ndarray:
         if "bowl" in self.obj:  # by the rim: fingers (closing along y) across the wall
-            r = max(float(min(b.size[0], b.size[1])) / 2 - 0.012, 0.0)
-            return np.array([b.center[0], b.center[1] + r, b.hi[2] - 0.01])
+            r = max(float(min(b.size[0], b.size[1])) / 2 - 0.008, 0.0)
+            return np.array([b.center[0], b.center[1] + r, b.hi[2] - 0.02])
         z = max(float(b.hi[2]) - min(0.03, float(b.size[2]) / 2), float(b.lo[2]) + 0.015)
         return np.array([b.center[0], b.center[1], z])
 
@@ -100,10 +119,11 @@ class PickPlaceExpert:
         yield from _move(env, g + [0, 0, 0.12], OPEN, 90, 0.01)
         self.phase = "grasp"
         yield from _move(env, g, OPEN, 60, 0.005)
-        yield from _hold(CLOSE, 12)
+        yield from _hold(CLOSE, 15)
         self.phase = "lift"
         yield from _move(env, env.eef + [0, 0, 0.18], CLOSE, 50, 0.01)
         held = env.box(self.obj)
+        self.lifted = bool(held.lo[2] > b.lo[2] + 0.03)
         hang = float(env.eef[2] - held.lo[2])  # the object's bottom this far below the hand
         offset = env.eef[:2] - held.center[:2]  # the hand's offset from the object's middle
         xy, top = self._target_point()

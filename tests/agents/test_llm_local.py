@@ -126,7 +126,9 @@ def test_the_server_watchdog_exits_when_its_parent_is_gone() -> None:
 
 
 def test_the_prompt_cache_is_asked_of_the_server_only_when_configured(tmp_path: Path) -> None:
-    on = server_command(tmp_path / "m.gguf", LocalConfig(prompt_cache_mib=512), 8080)
+    """Off by default (it grew a server past the machine's memory, FINDINGS #17); on when asked."""
+    assert "--cache" not in server_command(tmp_path / "m.gguf", LocalConfig(), 8080)
+    on = server_command(tmp_path / "m.gguf", LocalConfig(prompt_cache=True, prompt_cache_mib=512), 8080)
     assert on[on.index("--cache") + 1] == "true" and on[on.index("--cache_type") + 1] == "ram"
     assert int(on[on.index("--cache_size") + 1]) == 512 << 20
     off = server_command(tmp_path / "m.gguf", LocalConfig(prompt_cache=False), 8080)

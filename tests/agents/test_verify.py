@@ -230,3 +230,21 @@ def test_ood_conditions_hold_in_both_arms_and_are_never_the_control():
     assert all(-0.1 <= i.factors["obj_x"] <= -0.06 and i.factors["color"] == "purple" for i in items)
     assert shell.control_factor not in d.edit
     assert all(-1.5 <= i.factors["obj_yaw"] <= -1.2 for i in items if i.arm == "targeted")
+
+
+def test_the_moveback_control_keeps_the_diagnosed_factor_in_range_and_moves_nothing_else():
+    """`control="moveback"`: the control batch is the targeted batch's scenes with the diagnosed factor
+    drawn from the program's own range — same seeds and other factors, no other factor moved."""
+    d = dx()  # obj_yaw in (0.45, 0.6)
+    items, shell = build_batches(d, GEN, 8, np.random.default_rng(0), VerifyConfig(control="moveback"))
+    assert shell.control_factor == "obj_yaw" and shell.control is GEN
+    lo, hi = reference(GEN, "obj_yaw").range
+    for t, c in zip(items[0::2], items[1::2], strict=True):
+        assert t.seed == c.seed and 0.45 <= t.factors["obj_yaw"] <= 0.6 and lo <= c.factors["obj_yaw"] <= hi
+        assert {k: v for k, v in t.factors.items() if k != "obj_yaw"} == \
+            {k: v for k, v in c.factors.items() if k != "obj_yaw"}
+    run = FactorRunBatch(yaw_matters, phase="grasp", base=0.1)
+    v = verify(d, GEN, run, n=20, rng=np.random.default_rng(0), config=VerifyConfig(control="moveback"))
+    assert v.status == "validated"  # yaw moved back mostly below 0.4: the failures go
+    with pytest.raises(ValueError, match="control must be"):
+        VerifyConfig(control="nothing")  # type: ignore[arg-type]

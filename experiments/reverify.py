@@ -1,0 +1,108 @@
+"""Verify a finished run's recorded diagnoses again under another verification rule, beside the verdicts
+the run recorded.
+
+    python -m experiments.reverify RUN_DIR --round 1 --control moveback
+    python -m experiments.reverify RUN_DIR --round 1 --count named --out FILE
+
+Each diagnosis file of the round (`diagnoses/round_XX/*.json`) is verified as the loop's `verify` node
+did — on the family's seed program with the diagnosis's context held, with the policy the round started
+from (`policy/round_{r-1}.pt`), `--n` episodes per batch (default: the run's `verify_n`), the run's α —
+except for what the flags change: the control batch (`--control other|moveback`) and which failures count
+(`--count any|named`). Nothing is written into the run. Seeds are the loop's per diagnosis, so the
+targeted batch is the one the run drew when the rule for it did not change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def reverify(run: Path, round_no: int, *, control: str, count: str, n: int | None, workers: int,
+             log: Any = print) -> dict[str, Any]:
+    """Every diagnosis of the round, recorded verdict beside the new one."""
+    from agents.config import RunConfig
+    from agents.critic.verify import VerifyConfig, episode_rollout, run_verification, sandbox_run_batch
+    from agents.graph.nodes.arms import seed_generation
+    from agents.graph.nodes.work import stable_seed
+    from coda_policy.awr import SeededPolicy
+    from memory.types import Diagnosis
+    from sandbox.pool import PoolConfig, SandboxPool
+    from sim.pool import EpisodePool
+
+    cfg = RunConfig.from_json((run / "config.json").read_text())
+    files = sorted((run / "diagnoses" / f"round_{round_no:02d}").glob("*.json"))
+    if not files:
+        raise FileNotFoundError(f"{run} has no diagnoses for round {round_no}")
+    policy = run / "policy" / f"round_{round_no - 1:02d}.pt"
+    n = n or cfg.verify_n
+    config = VerifyConfig(alpha=cfg.verify_alpha, min_valid=max(1, min(cfg.verify.min_valid, n)),
+                          min_effect=cfg.verify.min_effect, control_groups=cfg.verify.control_groups,
+                          count=count, control=control, critic=cfg.critic)  # type: ignore[arg-type]
+    rows = []
+    with SandboxPool(PoolConfig(workers=workers)) as sandbox, EpisodePool(workers) as pool:
+        for f in files:
+            rec = json.loads(f.read_text())
+            dx = Diagnosis.model_validate(rec["diagnosis"])
+            rng = np.random.default_rng(stable_seed(cfg.seed, round_no, dx.id))
+            # the policy and its sampling seed as the loop's verify node gave them (`make_run_batch`)
+            factory = SeededPolicy(str(policy), stable_seed(cfg.seed, dx.id))
+            rollout = episode_rollout(pool, factory, max_steps=cfg.rollout_max_steps)
+            batch = sandbox_run_batch(sandbox, rollout)
+            res = run_verification(dx, seed_generation(rec["family"]), batch, n=n, rng=rng, config=config)
+            old = rec.get("verdict") or {}
+            row = {"episode": rec["episode"], "family": rec["family"], "slot": rec["slot"],
+                   "factor": dx.factor, "phase": dx.phase, "context": sorted(set(dx.edit) - {dx.factor}),
+                   "recorded": old.get("status"), "recorded_rates": [old.get("targeted_failure_rate"),
+                                                                      old.get("control_failure_rate")],
+                   "status": res.verdict.status, "rates": [res.verdict.targeted_failure_rate,
+                                                           res.verdict.control_failure_rate],
+                   "p": round(res.verdict.p_value, 4), "control_factor": res.control_factor}
+            rows.append(row)
+            log(f"{rec['family']:12s} {dx.factor:12s} recorded {row['recorded']} "
+                f"{_rates(row['recorded_rates'])} → {row['status']} {_rates(row['rates'])}")
+    return {"run": str(run), "round": round_no, "control": control, "count": count, "n": n,
+            "alpha": config.alpha, "policy": str(policy), "rows": rows,
+            "recorded": dict(Counter(r["recorded"] for r in rows)),
+            "now": dict(Counter(r["status"] for r in rows))}
+
+
+def _rates(r: list[float | None]) -> str:
+    return "–" if None in r else f"{100 * r[0]:.0f}% vs {100 * r[1]:.0f}%"  # type: ignore[operator]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.reverify", description=__doc__.split("\n\n")[0])
+    ap.add_argument("run", type=Path, help="a run directory whose round has diagnosis files")
+    ap.add_argument("--round", type=int, default=1, help="the round whose diagnoses to verify (>= 1)")
+    ap.add_argument("--control", choices=("other", "moveback"), default="moveback")
+    ap.add_argument("--count", choices=("any", "named"), default="any")
+    ap.add_argument("--n", type=int, help="episodes per batch (default: the run's verify_n)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", type=Path, help="write the rows as JSON here")
+    a = ap.parse_args(argv)
+    if a.round < 1 or (a.n is not None and a.n < 1):
+        ap.error("--round and --n must be >= 1")
+    if not (a.run / "config.json").is_file():
+        ap.error(f"{a.run} is not a run directory (no config.json)")
+    try:
+        res = reverify(a.run, a.round, control=a.control, count=a.count, n=a.n, workers=a.workers)
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"recorded {res['recorded']} → now {res['now']} (control {a.control}, count {a.count}, "
+          f"n {res['n']})")
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(res, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,31 @@
+"""`experiments.reverify` on the smoke table's CoDA cell: the loop's own rule reproduces every recorded
+verdict; another rule gives verdicts for the same diagnoses; bad input is refused with a message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments import reverify
+
+
+def test_the_loops_rule_reproduces_the_recorded_verdicts_and_another_rule_runs(smoke_table) -> None:
+    out, _, _ = smoke_table
+    run = out / "coda_seed0"
+    files = sorted((run / "diagnoses" / "round_01").glob("*.json"))
+    if not files:
+        pytest.skip("the smoke cell's round 1 had no failure to diagnose")
+    same = reverify.reverify(run, 1, control="other", count="any", n=None, workers=1, log=lambda _: None)
+    assert len(same["rows"]) == len(files)
+    for row in same["rows"]:
+        assert row["status"] == row["recorded"] and row["rates"] == pytest.approx(row["recorded_rates"])
+    moved = reverify.reverify(run, 1, control="moveback", count="any", n=None, workers=1, log=lambda _: None)
+    assert [r["episode"] for r in moved["rows"]] == [r["episode"] for r in same["rows"]]
+    assert moved["control"] == "moveback" and all(r["control_factor"] == r["factor"] for r in moved["rows"])
+
+
+def test_bad_input_is_refused_with_a_message(tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit):
+        reverify.main([str(tmp_path)])
+    assert "not a run directory" in capsys.readouterr().err
