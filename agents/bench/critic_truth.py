@@ -210,7 +210,7 @@ def diagnose_all(cases: list[Case], critic: str, llm: Any, log: Any = print, *,
     `ood_first` the rules critic ranks out-of-distribution factors first (`CriticConfig`)."""
     from agents.config import CriticConfig
     from agents.critic.diagnose import diagnose
-    from agents.llm import LLMError
+    from agents.llm.base import LLMOutputError
     from programs.seeds import seed_library
 
     config = CriticConfig(allow_ood=True, ood_context=ood_context, ood_first=ood_first)
@@ -221,7 +221,7 @@ def diagnose_all(cases: list[Case], critic: str, llm: Any, log: Any = print, *,
             try:
                 dx: Any = diagnose(case.episode, gen, llm, critic="rules" if critic == "rules" else "llm",
                                    config=config, peers=case.peers if setting == "peers" else ())
-            except LLMError as e:
+            except LLMOutputError as e:  # an answer that cannot be used; a dead backend stops the benchmark
                 dx = f"unusable: {type(e).__name__}: {str(e)[:160]}"
             case.diagnoses[f"{critic}/{setting}"] = dx
             if critic != "rules":

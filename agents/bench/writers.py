@@ -91,7 +91,7 @@ def _attempts(make: Any, attempts: int) -> tuple[Any, int | None, list[str]]:
 
 def generation(family: str, dx: Any, llm: Any, sandbox: Any, attempts: int) -> dict[str, Any]:
     from agents.config import WriterConfig
-    from agents.llm import LLMError
+    from agents.llm.base import LLMOutputError
     from agents.writers.base import ProgramRejected
     from agents.writers.generation import program_errors, write_generation_program
     from memory.store import found_mode
@@ -104,7 +104,7 @@ def generation(family: str, dx: Any, llm: Any, sandbox: Any, attempts: int) -> d
         try:
             p = write_generation_program(mode, base, llm, feedback, diagnosis=dx, pool=sandbox,
                                          config=WriterConfig(allow_ood=True))
-        except (LLMError, ProgramRejected) as e:
+        except (LLMOutputError, ProgramRejected) as e:  # a dead backend stops the benchmark instead
             return None, f"{type(e).__name__}: {e}"
         errors = program_errors(p, sandbox)
         if errors:
@@ -125,7 +125,7 @@ def generation(family: str, dx: Any, llm: Any, sandbox: Any, attempts: int) -> d
 def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
              threshold: float = 0.9) -> dict[str, Any]:
     from agents.config import WriterConfig
-    from agents.llm import LLMError
+    from agents.llm.base import LLMOutputError
     from agents.writers.training import write_training_program
     from programs.checks import check_training, format_errors
     from programs.potential import agreement
@@ -137,7 +137,7 @@ def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
     def make(feedback: str | None) -> tuple[Any, str]:
         try:
             tp = write_training_program(dx, seed, llm, feedback=feedback, config=WriterConfig(allow_ood=True))
-        except LLMError as e:
+        except LLMOutputError as e:
             return None, f"{type(e).__name__}: {e}"
         return tp, format_errors(check_training(tp)) or ""
 
