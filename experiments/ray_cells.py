@@ -44,9 +44,10 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
     from agents.config import METHODS
     from experiments.table1 import (
         _commit,
-        bootstrap_cell,
+        bootstrap_files,
         bootstrap_record,
         finish_cell,
+        kept_bootstrap_cell,
         pending_cell,
         seed_cell,
         sha256,
@@ -71,14 +72,16 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
             yield payload, ray.get(done[0])  # a cell that failed raises here, with its log's tail
 
     boot_seeds = [s for s in seeds if any(METHODS.get(m).bootstrap_sft for m in methods)]
-    boot_jobs = [(*bootstrap_cell(preset, seed, critic, workers, out), seed) for seed in boot_seeds]
+    boot_jobs = [(*kept_bootstrap_cell(preset, seed, critic, workers, out, results), seed)
+                 for seed in boot_seeds]
     boots: dict[int, Path] = {}
     for seed, _ in bounded(boot_jobs):
-        boots[seed] = bootstrap_cell(preset, seed, critic, workers, out)[1]
+        boots[seed] = kept_bootstrap_cell(preset, seed, critic, workers, out, results)[1]
         path = bootstrap_record(preset, seed, critic, workers, out, results, pool)  # evaluated here
         log(f"bootstrap seed {seed}: on the suites")
         if commit:
-            _commit([path], f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
+            _commit([path, *bootstrap_files(results, preset.table, seed)],
+                    f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
     cells = []
     for seed in seeds:
         for method in methods:

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE_METHODS = ("zero_shot", "sft", "domain_randomization", "uniform", "scalar", "critic_no_memory", "coda")
+# the policy shipped with the code: Table 1's seed-0 bootstrap (`coda_policy/pretrained/README.md`)
+PRETRAINED = Path(__file__).resolve().parents[1] / "coda_policy" / "pretrained" / "seed_sft_4fam.pt"
 SHARED_BOOTSTRAP = ("scenes/round_00", "validity/round_00", "episodes/round_00", "programs/round_00",
                     "policy/round_00.pt", "train/round_00.json")
 
@@ -143,10 +145,71 @@ def bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: int,
     return cfg, out / f"_bootstrap_seed{seed}"
 
 
-def shared_bootstrap(preset: TablePreset, seed: int, critic: str, workers: int, out: Path) -> Path:
-    """The seed's bootstrap, run once."""
+def kept_bootstrap(results: Path, table: str, seed: int) -> Path | None:
+    """The seed's bootstrap policy as committed — `<results>/<table>/bootstrap/seed<k>_round_00.pt`, or the
+    shipped pretrained policy — whose SHA-256 is the one the seed's bootstrap record names (any kept file
+    when there is no record yet); None when neither is."""
+    folder = results / table / "bootstrap"
+    record = folder / f"seed{seed}.json"
+    want = json.loads(record.read_text())["bootstrap_sha256"] if record.exists() else None
+    for path in (folder / f"seed{seed}_round_00.pt", PRETRAINED):
+        if path.is_file() and (sha256(path) == want if want else path.parent == folder):
+            return path
+    return None
+
+
+def bootstrap_files(results: Path, table: str, seed: int) -> list[Path]:
+    """The seed's kept bootstrap policy under `results`, to commit beside its record (none when it is the
+    shipped pretrained file)."""
+    kept = kept_bootstrap(results, table, seed)
+    return [kept] if kept is not None and kept.parent == results / table / "bootstrap" else []
+
+
+def kept_bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: int, out: Path,
+                        results: Path) -> tuple[RunConfig, Path]:
+    """`bootstrap_cell`, starting from the seed's kept policy (`kept_bootstrap`) instead of training one —
+    SFT does not reproduce a policy bit for bit on another machine, and every cell of a seed must share it.
+    A seed that has a record but no kept policy (and no run) stops with an error: a new bootstrap could no
+    longer be compared with its recorded cells."""
     cfg, run = bootstrap_cell(preset, seed, critic, workers, out)
+    if (run / "trace.sqlite").exists():
+        return cfg, run
+    kept = kept_bootstrap(results, preset.table, seed)
+    if kept is not None:
+        learn = dataclasses.replace(cfg.learn, init_policy=str(kept.resolve()), sft_steps=0)
+        return dataclasses.replace(cfg, learn=learn), run
+    if (results / preset.table / "bootstrap" / f"seed{seed}.json").exists():
+        raise RuntimeError(f"seed {seed}'s bootstrap is recorded ({results / preset.table}/bootstrap/"
+                           f"seed{seed}.json) but its policy is neither in {run} nor kept as "
+                           f"seed{seed}_round_00.pt: a new bootstrap would not match the seed's cells; "
+                           "move the seed's records aside to run it again in full")
+    return cfg, run
+
+
+def keep_bootstrap(preset: TablePreset, seed: int, run: Path, results: Path) -> None:
+    """After the bootstrap ran: its round-0 policy is the kept one (copied over the run's re-saved file), or
+    — newly trained — copied under `results` to be committed with the seed's record."""
+    policy = run / "policy" / "round_00.pt"
+    kept = kept_bootstrap(results, preset.table, seed)
+    if kept is not None and sha256(kept) != sha256(policy):
+        shutil.copy2(kept, policy)
+    elif kept is None:
+        dst = results / preset.table / "bootstrap" / f"seed{seed}_round_00.pt"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(policy, dst)
+
+
+def shared_bootstrap(preset: TablePreset, seed: int, critic: str, workers: int, out: Path,
+                     results: Path | None = None) -> Path:
+    """The seed's bootstrap, run once; with `results`, from (or kept as) the committed policy
+    (`kept_bootstrap_cell`, `keep_bootstrap`)."""
+    if results is None:
+        cfg, run = bootstrap_cell(preset, seed, critic, workers, out)
+        run_cell(cfg, run)
+        return run
+    cfg, run = kept_bootstrap_cell(preset, seed, critic, workers, out, results)
     run_cell(cfg, run)
+    keep_bootstrap(preset, seed, run, results)
     return run
 
 
@@ -220,7 +283,7 @@ def bootstrap_record(preset: TablePreset, seed: int, critic: str, workers: int, 
     path = results / preset.table / "bootstrap" / f"seed{seed}.json"
     if path.exists():
         return path
-    boot = shared_bootstrap(preset, seed, critic, workers, out)
+    boot = shared_bootstrap(preset, seed, critic, workers, out, results)
     cfg, _ = bootstrap_cell(preset, seed, critic, workers, out)
     evals = evaluate_cell(cfg, boot, preset, pool, shared=out / "_eval_cache")["round_00"]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -491,7 +554,8 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
     if any(METHODS.get(m).bootstrap_sft for m in methods):
         path = bootstrap_record(preset, seed, critic, workers, out, results, pool)
         if commit:
-            _commit([path], f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
+            _commit([path, *bootstrap_files(results, preset.table, seed)],
+                    f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
     for method in methods:
         todo = pending_cell(preset, method, seed, critic, workers, out, results, log)
         if todo is None:
@@ -500,7 +564,7 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
         t0 = time.perf_counter()
         boot_hash = None
         if cfg.method_config.bootstrap_sft:
-            boot = boot or shared_bootstrap(preset, seed, critic, workers, out)
+            boot = boot or shared_bootstrap(preset, seed, critic, workers, out, results)
             boot_hash = sha256(boot / "policy" / "round_00.pt")
             seed_cell(run, boot)
         log(f"{method} seed {seed}: running {cfg.rounds} rounds in {run}")

@@ -122,3 +122,22 @@ def test_cli_rejects_bad_input_before_running(capsys: pytest.CaptureFixture[str]
     assert "Did you mean 'smoke'" in capsys.readouterr().err
     assert table1.main(["--methods", "coda,nope"]) == 2
     assert table1.main(["--workers", "0"]) == 2
+
+
+def test_a_seeds_bootstrap_comes_from_the_kept_policy_and_a_lost_one_stops_the_table(tmp_path: Path) -> None:
+    """A committed bootstrap policy is used instead of training one (no SFT steps), the shipped pretrained
+    policy counts when its hash is the recorded one, and a seed whose record names a policy that is nowhere
+    stops with what to do (FINDINGS #18: seed 1's bootstrap was lost)."""
+    preset = table1.TABLES.get("default")
+    folder = tmp_path / "results" / preset.table / "bootstrap"
+    folder.mkdir(parents=True)
+    out = tmp_path / "runs"
+    shutil.copy2(table1.PRETRAINED, folder / "seed3_round_00.pt")
+    cfg, run = table1.kept_bootstrap_cell(preset, 3, "rules", 1, out, tmp_path / "results")
+    assert cfg.learn.init_policy == str((folder / "seed3_round_00.pt").resolve()) and cfg.learn.sft_steps == 0
+    (folder / "seed0.json").write_text(json.dumps({"bootstrap_sha256": table1.sha256(table1.PRETRAINED)}))
+    assert table1.kept_bootstrap(tmp_path / "results", preset.table, 0) == table1.PRETRAINED
+    assert table1.bootstrap_files(tmp_path / "results", preset.table, 0) == []  # shipped, not committed again
+    (folder / "seed1.json").write_text(json.dumps({"bootstrap_sha256": "0" * 64}))
+    with pytest.raises(RuntimeError, match="move the seed's records aside"):
+        table1.kept_bootstrap_cell(preset, 1, "rules", 1, out, tmp_path / "results")
