@@ -149,7 +149,8 @@ class TaskResult:
     skipped: str | None = None  # why the task was not run (no init states, a goal the policy cannot do)
 
 
-def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, seed: int) -> TaskResult:
+def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, seed: int,
+             first_state: int = 0) -> TaskResult:
     """Every episode of one task in one environment (made once: it costs seconds)."""
     import time
 
@@ -165,7 +166,7 @@ def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, se
     learned = None if policy == "expert" else _LearnedPolicy(policy, env, task.instruction)
     ok, steps, phases = 0, [], []
     try:
-        for i in range(min(episodes, len(states))):
+        for i in range(first_state, min(first_state + episodes, len(states))):
             env.reset(states[i], seed=seed + i)
             if learned is not None:
                 learned.reset(seed + i)
@@ -247,13 +248,14 @@ def _run_task_star(args: tuple) -> TaskResult:
 
 
 def evaluate(suite: str, perturb: str, policy: str, episodes: int, n_tasks: int | None, workers: int,
-             seed: int = 0, log: object = print) -> list[TaskResult]:
+             seed: int = 0, log: object = print, first_state: int = 0) -> list[TaskResult]:
     """The suite's first `n_tasks` tasks (all when None), `episodes` each, on `workers` processes."""
     import multiprocessing
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    jobs = [(suite, perturb, t.name, episodes, policy, seed) for t in tasks(suite, perturb)[:n_tasks]]
+    jobs = [(suite, perturb, t.name, episodes, policy, seed, first_state)
+            for t in tasks(suite, perturb)[:n_tasks]]
     if workers <= 1:
         results = []
         for j in jobs:
@@ -321,10 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", type=int, help="the suite's first N tasks (default all)")
     ap.add_argument("--workers", type=int, default=2, help="processes, one task each at a time")
     ap.add_argument("--seed", type=int, default=0, help="episode i is seeded seed + i")
+    ap.add_argument("--first-state", type=int, default=0,
+                    help="start at this init state (default 0, the protocol's; a diagnostic, e.g. a "
+                         "policy on the starts it was trained from)")
     ap.add_argument("--out", type=Path, help="write per-task results and the overall rate as JSON here")
     a = ap.parse_args(argv)
-    if a.episodes < 1 or (a.tasks is not None and a.tasks < 1) or a.workers < 0:
-        ap.error("--episodes and --tasks must be >= 1 and --workers >= 0")
+    if a.episodes < 1 or (a.tasks is not None and a.tasks < 1) or a.workers < 0 or a.first_state < 0:
+        ap.error("--episodes and --tasks must be >= 1, --workers and --first-state >= 0")
     if a.policy != "expert" and not Path(a.policy).is_file():
         ap.error(f"--policy {a.policy}: give 'expert' or a saved policy file "
                  "(python -m experiments.libero_sft trains one)")
@@ -342,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     t0 = time.perf_counter()
     results = evaluate(a.suite, a.perturb, a.policy, a.episodes, a.tasks, a.workers, a.seed,
-                       log=lambda line: print(line, flush=True))
+                       log=lambda line: print(line, flush=True), first_state=a.first_state)
     total = summary(results)
     print(f"# {suite_name(a.suite, a.perturb)} · policy {a.policy}: {total['successes']}/{total['episodes']} "
           f"({total['success_rate']} %) over {total['tasks']} tasks"
@@ -351,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps({"suite": suite_name(a.suite, a.perturb), "policy": a.policy,
-                                     "episodes_per_task": a.episodes, "seed": a.seed, **total,
+                                     "episodes_per_task": a.episodes, "seed": a.seed,
+                                     "first_state": a.first_state, **total,
                                      "wall_s": round(time.perf_counter() - t0, 1),
                                      "tasks_run": [asdict(r) for r in results]}, indent=1) + "\n")
     return 0

@@ -35,7 +35,9 @@ def test_a_trained_checkpoint_runs_under_the_protocol(one_demo, tmp_path: Path):
     path, speed = libero_sft.train(one_demo, steps=3, seed=0, out=tmp_path)
     assert path.is_file() and speed["chunks"] == len(one_demo[0]["actions"])
     task = liberopro.tasks("libero_spatial")[0]
-    res = liberopro.run_task("libero_spatial", "none", task.name, episodes=1, policy=str(path), seed=0)
+    res = liberopro.run_task("libero_spatial", "none", task.name, episodes=1, policy=str(path), seed=0,
+                             first_state=49)  # the file's last start: one episode, not the first
+    assert task.n_init == 50
     assert res.skipped is None and res.episodes == 1 and len(res.steps) == 1
     assert res.successes == 1 or res.failed_phases[0] in ("grasp", "place")
 
