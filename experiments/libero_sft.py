@@ -4,6 +4,7 @@
     python -m experiments.libero_sft --suite libero_spatial --demos-per-task 10 --out runs/libero_sft
     python -m experiments.liberopro --suite libero_spatial --perturb position \
         --policy runs/libero_sft/policy.pt
+    python -m experiments.libero_sft --inspect runs/libero_sft/policy.pt --task 0 --state 20
 
 Demonstrations start from init states `--first-state`, `--first-state + 1`, ... of each task's own file
 (default 20: the protocol evaluates on states 0–19, so no evaluation start is trained on); only successful
@@ -100,6 +101,64 @@ def train(episodes: list[dict[str, Any]], steps: int, seed: int, out: Path) -> t
     return path, {**speed, "chunks": int(len(data["actions"]))}
 
 
+def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: int = 6,
+            log: Any = print) -> dict[str, Any]:
+    """Where a trained policy parts from the expert, on one start: open loop (its chunk at each 8-step
+    window of the expert's own trajectory, averaged, beside the expert's actions), then closed loop
+    (re-planning every step: where the hand goes, where the goal's object is)."""
+    import torch
+
+    from coda_policy.features import collate
+    from coda_policy.registry import load_policy
+    from common.text import default_embedder
+    from experiments.liberopro import init_states, tasks
+    from sim.libero.env import LiberoEnv
+    from sim.libero.expert import PickPlaceExpert
+    from sim.libero.features import categories, featurize_libero
+
+    task = tasks(suite)[task_index]
+    policy, emb = load_policy(checkpoint), default_embedder()
+    env = LiberoEnv.for_task(task)
+    out: dict[str, Any] = {"task": task.name, "state": state, "open_loop": [], "closed_loop": []}
+    try:
+        cats = categories(env)
+
+        def chunk() -> np.ndarray:
+            feats = featurize_libero(env, task.instruction, emb, cats)
+            gen = torch.Generator().manual_seed(0)
+            return policy.sample_actions(collate([feats]), generator=gen)[0].numpy()
+
+        env.reset(init_states(task)[state], seed=state)
+        out["objects"] = {n: np.round(env.box(n).center, 3).tolist() for n in cats}
+        log(f"at the start: {out['objects']}")
+        expert = PickPlaceExpert(env)
+        for w in range(windows):
+            mine = chunk().mean(0)
+            theirs = []
+            for _ in range(8):
+                theirs.append(expert.act())
+                env.step(theirs[-1])
+            row = {"step": 8 * w, "expert": np.round(np.mean(theirs, 0), 3).tolist(),
+                   "policy": np.round(mine.astype(float), 3).tolist()}
+            out["open_loop"].append(row)
+            log(f"open loop, steps {8 * w}-{8 * w + 7}: expert {row['expert']} policy {row['policy']}")
+        env.reset(init_states(task)[state], seed=state)
+        subject = expert.obj
+        while env.steps < task.max_steps and not env.success():
+            env.step(chunk()[0].astype(np.float64))
+            if env.steps % 40 == 0:
+                row = {"step": env.steps, "hand": np.round(env.eef, 3).tolist(),
+                       "subject": np.round(env.box(subject).center, 3).tolist(),
+                       "gripper": round(env.gripper_width, 3)}
+                out["closed_loop"].append(row)
+                log(f"closed loop, step {row['step']}: hand {row['hand']} {subject} {row['subject']} "
+                    f"gripper {row['gripper']}")
+        out["success"] = env.success()
+    finally:
+        env.close()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from experiments.liberopro import PERTURB, SUITES
 
@@ -115,7 +174,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=3000, help="SFT optimiser steps")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("runs/libero_sft"))
+    ap.add_argument("--inspect", type=Path, metavar="CHECKPOINT",
+                    help="instead of training: where this policy parts from the expert on one start")
+    ap.add_argument("--task", type=int, default=0, help="with --inspect: the task's index in the suite")
+    ap.add_argument("--state", type=int, default=20, help="with --inspect: the init state")
     a = ap.parse_args(argv)
+    if a.inspect is not None:
+        if not a.inspect.is_file():
+            ap.error(f"--inspect {a.inspect}: no such policy file")
+        res = inspect(a.inspect, a.suite, a.task, a.state, log=lambda m: print(m, flush=True))
+        print(json.dumps({"success": res["success"]}))
+        return 0
     if min(a.demos_per_task, a.steps) < 1 or a.first_state < 0 or (a.tasks is not None and a.tasks < 1):
         ap.error("--demos-per-task, --steps and --tasks must be >= 1 and --first-state >= 0")
     a.out.mkdir(parents=True, exist_ok=True)
