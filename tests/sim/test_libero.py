@@ -18,6 +18,7 @@ def spatial_env():
     env.close()
 
 
+@pytest.mark.slow  # covered by `python -m experiments.liberopro --suite libero_spatial --policy expert`
 def test_the_scripted_expert_solves_a_libero_spatial_task_from_its_first_init_state(spatial_env):
     from sim.libero.expert import PHASES, PickPlaceExpert
 
@@ -70,6 +71,7 @@ def _tmp():
     return Path(tempfile.mkdtemp(prefix="coda-bddl-"))
 
 
+@pytest.mark.slow  # a LIBERO build and an expert episode; `sim.libero.validity.check` on any scene
 def test_a_written_scene_with_a_moved_start_builds_and_the_expert_solves_it():
     """libero_spatial's "table center" task with the bowl's start rectangle moved 6 cm towards the
     robot, the instruction reworded and the bowl made a red one: LIBERO builds it and the expert solves it
