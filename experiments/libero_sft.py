@@ -8,7 +8,7 @@
 
 Demonstrations start from init states `--first-state`, `--first-state + 1`, ... of each task's own file
 (default 20: the protocol evaluates on states 0–19, so no evaluation start is trained on); only successful
-ones are kept. The policy reads privileged state as object tokens (`sim.libero.features`) and predicts
+ones are kept. The policy reads privileged state as object tokens (`coda_policy.libero_features`) and predicts
 chunks of LIBERO's own 7-D actions. The public LIBERO demonstration datasets cannot be downloaded here; the
 scripted expert is where the demonstrations come from (its success per suite is in the README).
 """
@@ -28,11 +28,11 @@ import numpy as np
 def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_state: int, seed: int,
             log: Any = print) -> list[dict[str, Any]]:
     """Successful expert episodes: per step, the features and the action taken."""
+    from coda_policy.libero_features import categories, featurize_libero
     from common.text import default_embedder
     from experiments.liberopro import init_states, tasks
     from sim.libero.env import LiberoEnv
     from sim.libero.expert import PickPlaceExpert, UnsupportedGoal
-    from sim.libero.features import categories, featurize_libero
 
     emb = default_embedder()
     episodes: list[dict[str, Any]] = []
@@ -106,34 +106,23 @@ def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: 
     """Where a trained policy parts from the expert, on one start: open loop (its chunk at each 8-step
     window of the expert's own trajectory, averaged, beside the expert's actions), then closed loop
     (re-planning every step: where the hand goes, where the goal's object is)."""
-    import torch
-
-    from coda_policy.features import collate
-    from coda_policy.registry import load_policy
-    from common.text import default_embedder
+    from coda_policy.libero_features import LiberoPolicy
     from experiments.liberopro import init_states, tasks
     from sim.libero.env import LiberoEnv
     from sim.libero.expert import PickPlaceExpert
-    from sim.libero.features import categories, featurize_libero
 
     task = tasks(suite)[task_index]
-    policy, emb = load_policy(checkpoint), default_embedder()
     env = LiberoEnv.for_task(task)
     out: dict[str, Any] = {"task": task.name, "state": state, "open_loop": [], "closed_loop": []}
     try:
-        cats = categories(env)
-
-        def chunk() -> np.ndarray:
-            feats = featurize_libero(env, task.instruction, emb, cats)
-            gen = torch.Generator().manual_seed(0)
-            return policy.sample_actions(collate([feats]), generator=gen)[0].numpy()
-
+        policy = LiberoPolicy(checkpoint, env, task.instruction)
+        cats = policy.cats
         env.reset(init_states(task)[state], seed=state)
         out["objects"] = {n: np.round(env.box(n).center, 3).tolist() for n in cats}
         log(f"at the start: {out['objects']}")
         expert = PickPlaceExpert(env)
         for w in range(windows):
-            mine = chunk().mean(0)
+            mine = policy.chunk(seed=0).mean(0)
             theirs = []
             for _ in range(8):
                 theirs.append(expert.act())
@@ -145,7 +134,7 @@ def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: 
         env.reset(init_states(task)[state], seed=state)
         subject = expert.obj
         while env.steps < task.max_steps and not env.success():
-            env.step(chunk()[0].astype(np.float64))
+            env.step(policy.chunk(seed=0)[0])
             if env.steps % 40 == 0:
                 row = {"step": env.steps, "hand": np.round(env.eef, 3).tolist(),
                        "subject": np.round(env.box(subject).center, 3).tolist(),

@@ -37,8 +37,12 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sim.libero.env import LiberoEnv
 
 SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10")
 # perturbation → suite-name suffix (LIBERO-Pro's folders)
@@ -154,6 +158,7 @@ def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, se
     """Every episode of one task in one environment (made once: it costs seconds)."""
     import time
 
+    from coda_policy.libero_features import LiberoPolicy
     from sim.libero.env import LiberoEnv
     from sim.libero.expert import PickPlaceExpert, UnsupportedGoal
 
@@ -163,14 +168,19 @@ def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, se
         return TaskResult(task.suite, name, task.instruction, 0, 0, [], [], 0.0, skipped="no init states")
     states = init_states(task)
     env = LiberoEnv.for_task(task)
-    learned = None if policy == "expert" else _LearnedPolicy(policy, env, task.instruction)
+    learned = None if policy == "expert" else LiberoPolicy(policy, env, task.instruction)
+    goal = env.goal[0] if env.goal else []
+    subject = goal[1] if len(goal) == 3 and env.is_object(goal[1]) else None
     ok, steps, phases = 0, [], []
     try:
         for i in range(first_state, min(first_state + episodes, len(states))):
             env.reset(states[i], seed=seed + i)
+            watch: Any = None
             if learned is not None:
                 learned.reset(seed + i)
-                act, failure_phase = learned.act, learned.failure_phase
+                act = learned.act
+                lift = _LiftWatch(env, subject)
+                watch, failure_phase = lift.watch, lift.failure_phase
             else:
                 try:
                     expert = PickPlaceExpert(env)
@@ -181,6 +191,8 @@ def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, se
             done = False
             while env.steps < task.max_steps and not done:
                 env.step(act())
+                if watch is not None:
+                    watch()
                 done = env.success()
             ok += done
             steps.append(env.steps)
@@ -192,54 +204,20 @@ def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, se
                       time.perf_counter() - t0)
 
 
-class _LearnedPolicy:
-    """A saved object-token policy acting in a LIBERO environment: features from privileged state
-    (`sim.libero.features`), one chunk of LIBERO actions per call, `execute` of them run open loop."""
+class _LiftWatch:
+    """A learned policy has no stages: its failure is "grasp" while the goal's object never left its
+    support and "place" once it did. `watch()` after every step."""
 
-    def __init__(self, path: str, env: object, instruction: str) -> None:
-        import torch
-
-        from coda_policy.registry import load_policy
-        from common.text import default_embedder
-        from sim.libero.features import categories
-
-        torch.set_num_threads(1)
-        self.policy = load_policy(path)
-        self.env, self.instruction = env, instruction
-        self.emb = default_embedder()
-        self.cats = categories(env)  # type: ignore[arg-type]
-        self.queue: list[np.ndarray] = []
-        self.gen = None
-        self.start_z = 0.0
+    def __init__(self, env: LiberoEnv, subject: str | None) -> None:
+        self.env, self.subject = env, subject
+        self.start = float(env.box(subject).lo[2]) if subject else 0.0
         self.lifted = False
 
-    def _subject(self) -> str | None:
-        goal = self.env.goal  # type: ignore[attr-defined]
-        return goal[0][1] if goal and len(goal[0]) == 3 and self.env.is_object(goal[0][1]) else None  # type: ignore[attr-defined]
-
-    def reset(self, seed: int) -> None:
-        import torch
-
-        self.queue, self.gen = [], torch.Generator().manual_seed(seed)
-        subj = self._subject()
-        self.start_z = float(self.env.box(subj).lo[2]) if subj else 0.0  # type: ignore[attr-defined]
-        self.lifted = False
-
-    def act(self) -> np.ndarray:
-        from coda_policy.features import collate
-        from sim.libero.features import featurize_libero
-
-        subj = self._subject()
-        if subj and float(self.env.box(subj).lo[2]) > self.start_z + 0.03:  # type: ignore[attr-defined]
+    def watch(self) -> None:
+        if self.subject and float(self.env.box(self.subject).lo[2]) > self.start + 0.03:
             self.lifted = True
-        if not self.queue:
-            feats = featurize_libero(self.env, self.instruction, self.emb, self.cats)  # type: ignore[arg-type]
-            chunk = self.policy.sample_actions(collate([feats]), generator=self.gen)[0]
-            self.queue = list(chunk[: self.policy.config.execute].numpy().astype(np.float64))
-        return self.queue.pop(0)
 
     def failure_phase(self) -> str:
-        """"grasp" when the object never left its support, else "place"."""
         return "place" if self.lifted else "grasp"
 
 

@@ -15,16 +15,21 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from experiments.liberopro import LiberoTask
+
+class TaskFile(Protocol):
+    """A task's BDDL file and name (`experiments.liberopro.LiberoTask` is one)."""
+
+    bddl: Path
+    name: str
 
 # no-op steps after setting an init state, before the episode's first counted step: objects placed by the
 # init state settle on their supports (the published LIBERO evaluators wait 10 steps the same way)
 SETTLE_STEPS = 10
+_CORNERS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
 
 
 @dataclass(frozen=True)
@@ -64,9 +69,11 @@ class LiberoEnv:
         self.name = name or self.bddl.stem
         self.obs: dict[str, Any] = {}
         self.steps = 0
+        self._geoms: dict[str, list[int]] = {}  # name → its collision geoms (the model never changes)
+        self._sites: set[str] | None = None
 
     @classmethod
-    def for_task(cls, task: LiberoTask) -> LiberoEnv:
+    def for_task(cls, task: TaskFile) -> LiberoEnv:
         """The task's environment, from its own suite folder's BDDL."""
         return cls(task.bddl, task.name)
 
@@ -120,12 +127,31 @@ class LiberoEnv:
     def is_object(self, name: str) -> bool:
         return name in self._inner.objects_dict
 
-    def has_site(self, name: str) -> bool:
-        return name in self._site_names()
+    @property
+    def object_names(self) -> list[str]:
+        """The movable objects, in the problem's order."""
+        return list(self._inner.objects_dict)
 
-    def _site_names(self) -> set[str]:
-        m = self._inner.sim.model
-        return {m.site_id2name(i) for i in range(m.nsite)}
+    @property
+    def fixture_names(self) -> list[str]:
+        return list(self._inner.fixtures_dict)
+
+    def categories(self) -> dict[str, str]:
+        """Object instance → its BDDL category ("akita_black_bowl_1" → "akita_black_bowl")."""
+        parsed = self._inner.parsed_problem["objects"]
+        return {n: cat for cat, names in parsed.items() for n in names}
+
+    def rotation(self, name: str) -> np.ndarray:
+        """The 3×3 world rotation of an object's root body."""
+        sim = self._inner.sim
+        body = sim.model.body_name2id(self._inner.objects_dict[name].root_body)
+        return np.asarray(sim.data.body_xmat[body], dtype=float).reshape(3, 3)
+
+    def has_site(self, name: str) -> bool:
+        if self._sites is None:
+            m = self._inner.sim.model
+            self._sites = {m.site_id2name(i) for i in range(m.nsite)}
+        return name in self._sites
 
     def site_pos(self, name: str) -> np.ndarray:
         sim = self._inner.sim
@@ -135,13 +161,14 @@ class LiberoEnv:
         """Bounding box of every collision geom of an object or fixture (its bodies are named after it)."""
         sim = self._inner.sim
         m, d = sim.model, sim.data
-        bodies = {i for i in range(m.nbody) if (m.body_id2name(i) or "").startswith(name)}
+        if name not in self._geoms:
+            bodies = {i for i in range(m.nbody) if (m.body_id2name(i) or "").startswith(name)}
+            self._geoms[name] = [g for g in range(m.ngeom) if m.geom_bodyid[g] in bodies
+                                 and (m.geom_contype[g] != 0 or m.geom_conaffinity[g] != 0)]
         los, his = [], []
-        for g in range(m.ngeom):
-            if m.geom_bodyid[g] not in bodies or (m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0):
-                continue
+        for g in self._geoms[name]:
             c, h = m.geom_aabb[g][:3], m.geom_aabb[g][3:]
-            corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * h + c
+            corners = _CORNERS * h + c
             world = corners @ d.geom_xmat[g].reshape(3, 3).T + d.geom_xpos[g]
             los.append(world.min(0))
             his.append(world.max(0))

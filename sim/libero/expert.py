@@ -84,8 +84,7 @@ class PickPlaceExpert:
     # ---- geometry --------------------------------------------------------------------------------------
     def _owner(self, region: str) -> str | None:
         """The object or fixture a region belongs to (its name's longest known prefix)."""
-        names = [n for n in (*self.env._inner.objects_dict, *self.env._inner.fixtures_dict)
-                 if region.startswith(n)]
+        names = [n for n in (*self.env.object_names, *self.env.fixture_names) if region.startswith(n)]
         return max(names, key=len) if names else None
 
     def _target_point(self) -> tuple[np.ndarray, float]:
