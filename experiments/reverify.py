@@ -28,7 +28,7 @@ def reverify(run: Path, round_no: int, *, control: str, count: str, n: int | Non
              log: Any = print) -> dict[str, Any]:
     """Every diagnosis of the round, recorded verdict beside the new one."""
     from agents.config import RunConfig
-    from agents.critic.verify import VerifyConfig, episode_rollout, run_verification, sandbox_run_batch
+    from agents.critic.verify import episode_rollout, loop_config, run_verification, sandbox_run_batch
     from agents.graph.nodes.arms import seed_generation
     from agents.graph.nodes.work import stable_seed
     from coda_policy.awr import SeededPolicy
@@ -42,9 +42,7 @@ def reverify(run: Path, round_no: int, *, control: str, count: str, n: int | Non
         raise FileNotFoundError(f"{run} has no diagnoses for round {round_no}")
     policy = run / "policy" / f"round_{round_no - 1:02d}.pt"
     n = n or cfg.verify_n
-    config = VerifyConfig(alpha=cfg.verify_alpha, min_valid=max(1, min(cfg.verify.min_valid, n)),
-                          min_effect=cfg.verify.min_effect, control_groups=cfg.verify.control_groups,
-                          count=count, control=control, critic=cfg.critic)  # type: ignore[arg-type]
+    config = loop_config(cfg.verify, cfg.critic, alpha=cfg.verify_alpha, n=n, count=count, control=control)
     rows = []
     with SandboxPool(PoolConfig(workers=workers)) as sandbox, EpisodePool(workers) as pool:
         for f in files:

@@ -278,15 +278,20 @@ def verify_some(cases: list[Case], critics: list[str], n: int, k: int | None, po
     in both): verdict counts, split by whether the diagnosis named the case's cause, and every verdict's
     evidence."""
     from agents.config import RunConfig
-    from agents.critic.verify import VerifyConfig, episode_rollout, run_verification, sandbox_run_batch
+    from agents.critic.verify import (
+        VerifyConfig,
+        episode_rollout,
+        loop_config,
+        run_verification,
+        sandbox_run_batch,
+    )
     from coda_policy.awr import SeededPolicy
     from programs.seeds import seed_library
     from sandbox.pool import PoolConfig, SandboxPool
     from sim.pool import EpisodePool
 
     run = RunConfig()  # the loop's test: its significance level and its rule for which failures count
-    config = VerifyConfig(alpha=run.verify_alpha, count=run.verify.count,  # type: ignore[arg-type]
-                          control=control)  # type: ignore[arg-type]
+    config = loop_config(run.verify, VerifyConfig().critic, alpha=run.verify_alpha, n=n, control=control)
     out: dict[str, Any] = {}
     with SandboxPool(PoolConfig(workers=workers)) as sandbox, EpisodePool(workers) as pool:
         batch = sandbox_run_batch(sandbox, episode_rollout(pool, SeededPolicy(str(policy), 11)))

@@ -41,6 +41,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from agents.config import VerifyTestConfig
 from agents.critic.diagnose import CriticConfig
 from agents.critic.factors import live_under
 from memory.types import Diagnosis, Verdict, VerdictStatus
@@ -116,6 +117,17 @@ class VerifyConfig:
             raise ValueError(f"count must be 'any' or 'named', got {self.count!r}")
         if self.control not in ("other", "moveback"):
             raise ValueError(f"control must be 'other' or 'moveback', got {self.control!r}")
+
+
+def loop_config(test: VerifyTestConfig, critic: CriticConfig, *, alpha: float, n: int,
+                **override: Any) -> VerifyConfig:
+    """The `VerifyConfig` the loop's `verify` node uses for a run's test settings (`RunConfig.verify`,
+    `verify_alpha`, `critic`) at batch size `n`; `override` changes a field (a benchmark's control)."""
+    # a batch of n can only be judged if n episodes may count
+    return VerifyConfig(**{"alpha": alpha, "min_valid": max(1, min(test.min_valid, n)),
+                           "min_effect": test.min_effect, "control_factor": test.control_factor,
+                           "control_groups": test.control_groups, "count": test.count, "critic": critic,
+                           **override})
 
 
 @dataclass(frozen=True)

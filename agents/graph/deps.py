@@ -167,13 +167,9 @@ class HelperAgents:
 
     def verify(self, diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch, *, n: int,
                alpha: float, rng: np.random.Generator) -> Verdict:
-        from agents.critic.verify import VerifyConfig, verify
+        from agents.critic.verify import loop_config, verify
 
-        v = self.verify_config
-        # a batch of n can only be judged if n episodes may count
-        config = VerifyConfig(alpha=alpha, min_valid=max(1, min(v.min_valid, n)), min_effect=v.min_effect,
-                              control_factor=v.control_factor, control_groups=v.control_groups,
-                              count=v.count, critic=self.critic)
+        config = loop_config(self.verify_config, self.critic, alpha=alpha, n=n)
         return verify(diagnosis, program, run_batch, n=n, rng=rng, config=config)
 
     def write_generation_program(self, mode: DifficultyMode, base: GenerationProgram, llm: LLM | None,
