@@ -37,17 +37,14 @@ from experiments.table1 import (
     TABLES,
     TablePreset,
     cell_arguments,
-    change_vs_bootstrap,
     checked_cells,
     compiled_programs,
-    delta,
     load_bootstraps,
-    mean_se,
     metrics_rows,
-    ms,
     provenance,
     run_cells,
 )
+from experiments.table_stats import change_vs_bootstrap, delta, mean_se, ms
 
 ABLATION_METHODS = ("coda_sparse", "coda_task_potential", "coda_dense_reward", "coda_no_refine", "coda")
 ROW_LABELS = {

@@ -40,11 +40,11 @@ from experiments.table1 import (
     TABLES,
     cell_config,
     evaluate,
-    mean_se,
     provenance,
     sha256,
     shared_bootstrap,
 )
+from experiments.table_stats import mean_se
 
 SOURCES = ("id", "mixed", "ood")
 CEILING_SEED = 8_200_000  # the oracle's training scenes: disjoint from the suites' and the loop's seeds

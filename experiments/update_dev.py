@@ -47,11 +47,11 @@ from experiments.table1 import (
     TABLES,
     cell_config,
     evaluate,
-    mean_se,
     provenance,
     sha256,
     shared_bootstrap,
 )
+from experiments.table_stats import mean_se
 
 DEV_SEED = 7_560_000  # the development scenes: disjoint from the suites (7_340_000), the ceiling's draws
 SPLITS = ("id", "ood")

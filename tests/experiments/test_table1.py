@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import table1
+from experiments import table1, table_stats
 
 
 def _cell(method: str, seed: int, ood: float, accepted: dict | None = None) -> dict:
@@ -23,7 +23,7 @@ def _cell(method: str, seed: int, ood: float, accepted: dict | None = None) -> d
 
 
 def test_aggregate_is_mean_and_standard_error_over_seeds_in_the_documented_schema():
-    table = table1.aggregate([_cell("sft", 0, 10.0), _cell("sft", 1, 20.0), _cell("coda", 0, 40.0)], "x")
+    table = table_stats.aggregate([_cell("sft", 0, 10.0), _cell("sft", 1, 20.0), _cell("coda", 0, 40.0)], "x")
     assert table["preset"] == "x" and table["seeds"] == [0, 1] and table["equal_budget"]
     sft = table["methods"]["sft"]
     assert sft["avg_ood"] == {"mean": 15.0, "se": 5.0} and sft["cells"] == 2
@@ -41,17 +41,17 @@ def test_change_against_the_bootstrap_and_budget_on_modes():
             "memory_per_round": {"1": {"arms": ["seed|pick_place×2", "var_obj_x_low|pick_place×2"]},
                                  "2": {"arms": ["seed|pick_place×1", "container_approach|pick_place×3"]}}}
     other_boot = {**_cell("sft", 0, 20.0), "bootstrap_shared": True, "bootstrap_sha256": "not b0"}
-    t = table1.aggregate([coda, other_boot], "x", boot)["methods"]
+    t = table_stats.aggregate([coda, other_boot], "x", boot)["methods"]
     assert t["coda"]["id_change"] == {"mean": -10.0, "se": 0.0}  # 90 vs 100: forgetting
     assert t["coda"]["ood_change"] == {"mean": 15.0, "se": 0.0}  # 20 vs (0 + 10) / 2
     assert t["coda"]["mode_budget_pct"] == {"mean": 37.5, "se": 0.0}  # 3 of 8 scenes on a mode
     assert t["sft"]["id_change"] is None and t["sft"]["mode_budget_pct"] is None  # another bootstrap
-    assert table1.mode_budget_share({"memory_per_round": {}}) is None
+    assert table_stats.mode_budget_share({"memory_per_round": {}}) is None
 
 
 def test_unequal_budgets_are_reported():
     cells = [_cell("sft", 0, 10.0), _cell("coda", 0, 40.0, {"1": {"pick_place": 5, "stack_insert": 6}})]
-    assert not table1.aggregate(cells, "x")["equal_budget"]
+    assert not table_stats.aggregate(cells, "x")["equal_budget"]
 
 
 def test_a_mostly_fallen_back_diagnosis_cell_is_flagged():

@@ -1,0 +1,133 @@
+"""A table of Table 1-style cells, as numbers and as Markdown: mean ± standard error over seeds, each
+method's change against its seed's bootstrap, the share of the budget spent on difficulty modes. Pure
+functions of the cell records (`experiments.table1.cell_record`); `experiments.table1` and
+`experiments.ablations` write their tables with them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+# the methods of the paper's Table 1, in the table's row order
+TABLE_METHODS = ("zero_shot", "sft", "domain_randomization", "uniform", "scalar", "critic_no_memory", "coda")
+
+
+def mean_se(xs: Sequence[float]) -> dict[str, float] | None:
+    """`{"mean", "se"}` of `xs` (standard error over them), rounded; None for no values."""
+    if not xs:
+        return None
+    n = len(xs)
+    mean = sum(xs) / n
+    se = (sum((x - mean) ** 2 for x in xs) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else 0.0
+    return {"mean": round(mean, 2), "se": round(se, 2)}
+
+
+def mode_budget_share(cell: dict[str, Any]) -> float | None:
+    """% of the cell's training scenes (over its rounds) allotted to difficulty modes — arms that are neither
+    the seed distribution, domain randomization nor an exploration variant (`var_*`); None when the cell did
+    not record its arms."""
+    arms = [a for r in cell.get("memory_per_round", {}).values() for a in r.get("arms", [])]
+    if not arms:
+        return None
+    counts = [(a.split("|")[0], int(a.rsplit("×", 1)[1])) for a in arms]
+    total = sum(n for _, n in counts)
+    on_modes = sum(n for m, n in counts if m not in ("seed", "dr") and not m.startswith("var_"))
+    return 100.0 * on_modes / total if total else None
+
+
+def change_vs_bootstrap(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]], split: str
+            ) -> dict[str, float] | None:
+    """Mean ± SE over cells of (final − shared bootstrap) success on `split`, averaged over families;
+    only cells that started from the recorded bootstrap of their seed."""
+    diffs = []
+    for c in cells:
+        b = boots.get(c["seed"])
+        if b is None or not c.get("bootstrap_shared") or b["bootstrap_sha256"] != c.get("bootstrap_sha256"):
+            continue
+        fams = c["families"]
+        diffs.append(sum(c[split][f] - b[split][f] for f in fams) / len(fams))
+    return mean_se(diffs)
+
+
+def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
+              bootstraps: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The table (success in %, mean ± standard error over seeds):
+    `{"preset", "seeds", "methods": {m: {"avg_ood", "in", "ood": {family: ·}, "ood_single": {family: ·},
+    "instruction": {family: ·}, "cells", ...}}, "equal_budget"}`, each `·` being `{"mean", "se"}`; with the
+    seeds' bootstrap records, also each method's change against its bootstrap (`id_change`: forgetting,
+    `ood_change`: gain), in pp averaged over families."""
+    boots = bootstraps or {}
+    by_method: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in cells:
+        by_method[c["method"]].append(c)
+    methods = {}
+    for m in [x for x in TABLE_METHODS if x in by_method] + sorted(set(by_method) - set(TABLE_METHODS)):
+        cs = sorted(by_method[m], key=lambda c: c["seed"])
+        fams = cs[0]["families"]
+        entry: dict[str, Any] = {
+            "avg_ood": mean_se([sum(c["ood"].values()) / len(c["ood"]) for c in cs]),
+            "in": mean_se([c["in"] for c in cs if c["in"] is not None]) if any(
+                c["in"] is not None for c in cs) else None,
+        }
+        for split in ("ood", "ood_single", "instruction", "id"):
+            entry[split] = {f: mean_se([c[split][f] for c in cs]) for f in fams}
+        entry["cells"] = len(cs)
+        entry["seeds"] = [c["seed"] for c in cs]
+        entry["flagged_cells"] = sum(c["integrity"]["flagged"] for c in cs)
+        entry["fallback_slots"] = sum(c["integrity"]["fallback_slots"] for c in cs)
+        entry["wall_s"] = round(sum(c["wall_s"] for c in cs), 1)
+        entry["critic"] = cs[0]["critic"]
+        shares = [x for x in map(mode_budget_share, cs) if x is not None]
+        entry["mode_budget_pct"] = mean_se(shares) if cs[0]["critic"] else None
+        entry["id_change"] = change_vs_bootstrap(cs, boots, "id")
+        entry["ood_change"] = change_vs_bootstrap(cs, boots, "ood")
+        methods[m] = entry
+    budgets = {json.dumps(c["accepted_per_round"], sort_keys=True) for c in cells
+               if c["method"] != "zero_shot"}
+    return {"preset": preset_name, "seeds": sorted({c["seed"] for c in cells}), "methods": methods,
+            "equal_budget": len(budgets) <= 1}
+
+
+def ms(x: dict[str, float] | None) -> str:
+    """A `mean_se` cell of a Markdown table."""
+    return "–" if x is None else f"{x['mean']:.1f} ± {x['se']:.1f}"
+
+
+def delta(x: dict[str, float] | None) -> str:
+    """A signed `mean_se` cell (a change)."""
+    return "–" if x is None else f"{x['mean']:+.1f} ± {x['se']:.1f}"
+
+
+def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The table as Markdown, with the command and provenance."""
+    fams = next(iter(table["methods"].values()))["ood"].keys() if table["methods"] else []
+
+    head = ["method", *[f"OOD {f}" for f in fams], "avg OOD", "In", "ID", "OOD-single", "instruction",
+            "ID Δ vs bootstrap", "OOD Δ vs bootstrap", "budget on modes %", "cells"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m, e in table["methods"].items():
+        single = mean_se([v["mean"] for v in e["ood_single"].values()])
+        instr = mean_se([v["mean"] for v in e["instruction"].values()])
+        ident = mean_se([v["mean"] for v in e["id"].values()])
+        flag = f" ⚠ {e['flagged_cells']} flagged" if e["flagged_cells"] else ""
+        lines.append("| " + " | ".join([m, *[ms(e["ood"][f]) for f in fams], ms(e["avg_ood"]), ms(e["in"]),
+                                        f"{ident['mean']:.1f}", f"{single['mean']:.1f}",
+                                        f"{instr['mean']:.1f}", delta(e.get("id_change")),
+                                        delta(e.get("ood_change")), ms(e.get("mode_budget_pct")),
+                                        f"{e['cells']}{flag}"]) + " |")
+    notes = [
+        f"Preset `{table['preset']}`, seeds {table['seeds']}; success in %, mean ± standard error over seeds "
+        "(ID, OOD-single and instruction: mean over families). Frozen suites: `experiments/suites/`.",
+        "Δ vs bootstrap: the final policy minus the seed's shared bootstrap policy on the same frozen "
+        "split, in pp averaged over families (ID Δ < 0 is forgetting). Budget on modes: the share of "
+        "training scenes allotted to validated difficulty modes rather than the seed distribution or "
+        "exploration variants.",
+        f"Equal generation budget across methods (accepted scenes per family per round): "
+        f"{'yes' if table['equal_budget'] else 'NO'}.",
+        f"Command: `{meta['command']}` · cells computed at commit(s) {', '.join(meta['cell_commits'])} · "
+        f"table written at {meta['commit']} · {meta['versions']}",
+    ]
+    return "\n".join(lines) + "\n\n" + "\n\n".join(notes) + "\n"
