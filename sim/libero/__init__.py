@@ -6,7 +6,10 @@ package's BDDL files, init states and meshes, all offline) behind small interfac
 - `expert.PickPlaceExpert`: a scripted expert over privileged state for the goals `(On obj target)` and
   `(In obj region)` — every task of `libero_spatial` and `libero_object` and the pick-place tasks of
   `libero_goal` — with phase labels (approach, grasp, lift, transport, place, release, retreat).
-- The benchmark protocol on top of these lives in `experiments.liberopro`.
+- `scene.LiberoScene` and `validity.check`: a BDDL problem as data (read, edited, written back) and the
+  expert's verdict on a scene we wrote.
+- Our policy reads these environments through `coda_policy.libero_features`; the benchmark protocol on top
+  of them lives in `experiments.liberopro`.
 
 Importing this package imports nothing heavy; robosuite and LIBERO load when an environment is made.
 """
