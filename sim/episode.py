@@ -2,7 +2,9 @@
 
 A policy is any callable `policy(obs) -> action chunk` (array (h, 7) or (7,)); the runner executes the
 chunk open-loop, then asks again. `obs` is an `Observation`: the instruction, the privileged
-`WorldState`, and a flat proprio vector. Scripted experts are wrapped by `ExpertPolicy`.
+`WorldState`, a flat proprio vector, and camera frames when the policy asks for them (a policy with
+`cameras` (names) and `image_size` attributes gets `obs.images[name]`, uint8 (S, S, 3), rendered at each
+query). Scripted experts are wrapped by `ExpertPolicy`.
 
 On disk an episode is `<name>.npz` (actions and stacked state arrays) beside `<name>.json` (meta:
 success, phase timeline, failing phase, scene, keyframes).
@@ -32,14 +34,39 @@ class Observation:
     state: WorldState
     proprio: np.ndarray  # ee position (3), ee rotation (first two columns, 6), gripper opening (1)
     step: int
+    images: dict[str, np.ndarray] = field(default_factory=dict)  # camera → uint8 (S, S, 3), when asked
 
 
 Policy = Callable[[Observation], np.ndarray]
 
 
-def make_observation(spec: SceneSpec, s: WorldState, step: int) -> Observation:
+def make_observation(spec: SceneSpec, s: WorldState, step: int,
+                     images: dict[str, np.ndarray] | None = None) -> Observation:
     proprio = np.concatenate((s.ee_pos, s.ee_mat[:, :2].T.reshape(-1), [s.gripper]))
-    return Observation(spec.instruction, s, proprio, step)
+    return Observation(spec.instruction, s, proprio, step, images or {})
+
+
+class _Frames:
+    """The frames a policy asks for (`cameras`, `image_size`), rendered from the env on demand."""
+
+    def __init__(self, env: SimEnv, policy: object) -> None:
+        self.cameras = tuple(getattr(policy, "cameras", ()) or ())
+        self.renderer = None
+        if self.cameras:
+            from sim.render import Renderer
+
+            size = int(policy.image_size)
+            self.renderer = Renderer(env.model, size, size)
+        self.env = env
+
+    def __call__(self) -> dict[str, np.ndarray]:
+        if self.renderer is None:
+            return {}
+        return {c: self.renderer.render(self.env.data, c) for c in self.cameras}
+
+    def close(self) -> None:
+        if self.renderer is not None:
+            self.renderer.close()
 
 
 class ExpertPolicy:
@@ -132,6 +159,29 @@ class Episode:
             )
 
 
+def _act(spec: SceneSpec, env: SimEnv, policy: Policy, expert: bool, limit: int, frames: _Frames,
+         states: list[WorldState], steps: list[int], actions: list[np.ndarray], record_every: int,
+         on_step: Callable[[SimEnv, int], None] | None) -> tuple[int, WorldState]:
+    """Ask the policy and execute its chunks until success, the expert's end, or `limit` steps."""
+    t, s = 0, states[0]
+    while t < limit:
+        chunk = np.atleast_2d(np.asarray(policy(make_observation(spec, s, t, frames())), float))
+        if chunk.shape[1] != 7 or not np.isfinite(chunk).all():
+            raise ValueError(f"policy returned an action chunk of shape {chunk.shape} (need (h, 7), finite)")
+        for a in chunk[: limit - t]:
+            s = env.step(a)
+            actions.append(a)
+            t += 1
+            if on_step:
+                on_step(env, t)
+            if t % record_every == 0:
+                states.append(s)
+                steps.append(t)
+        if env.success(s) or (expert and policy.finished):
+            break
+    return t, s
+
+
 def run_episode(
     spec: SceneSpec,
     policy: Policy | None = None,
@@ -151,22 +201,11 @@ def run_episode(
     limit = max_steps or spec.max_steps
     s = env.reset()
     states, steps, actions = [s], [0], []
-    t = 0
-    while t < limit:
-        chunk = np.atleast_2d(np.asarray(policy(make_observation(spec, s, t)), float))
-        if chunk.shape[1] != 7 or not np.isfinite(chunk).all():
-            raise ValueError(f"policy returned an action chunk of shape {chunk.shape} (need (h, 7), finite)")
-        for a in chunk[: limit - t]:
-            s = env.step(a)
-            actions.append(a)
-            t += 1
-            if on_step:
-                on_step(env, t)
-            if t % record_every == 0:
-                states.append(s)
-                steps.append(t)
-        if env.success(s) or (expert and policy.finished):
-            break
+    frames = _Frames(env, policy)
+    try:
+        t, s = _act(spec, env, policy, expert, limit, frames, states, steps, actions, record_every, on_step)
+    finally:
+        frames.close()
     s = env.hold(SETTLE_STEPS)
     if steps[-1] != t:
         states.append(s)

@@ -19,6 +19,7 @@ import copy
 import os
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -232,6 +233,30 @@ def keyframes(episode: Episode, *, camera: str = "front", size: int = 128, detai
         if renderer is None:
             r.close()
     return out
+
+
+def frames_at(episode: Episode, steps: Sequence[int], cameras: Sequence[str], size: int) -> np.ndarray:
+    """uint8 (len(steps), len(cameras), size, size, 3): what each camera saw at each control step (0 = after
+    the reset), drawn as `sim.episode.run_episode` draws a policy's `cameras` (detail "fast"). Replays the
+    episode's actions from a reset, checked against its recorded states."""
+    want = sorted({int(t) for t in steps})
+    if want and not 0 <= want[0] <= want[-1] <= episode.steps:
+        raise ValueError(f"steps must lie in [0, {episode.steps}], got {want[0]}..{want[-1]}")
+    recorded = {int(t): s for t, s in zip(episode.state_steps, episode.states, strict=True)}
+    env = SimEnv(episode.scene)
+    got: dict[int, np.ndarray] = {}
+    with Renderer(env.model, size, size) as r:
+        s = env.reset()
+        for t in range(want[-1] + 1 if want else 0):
+            if t > 0:
+                s = env.step(episode.actions[t - 1])
+            if t in recorded and t < episode.steps:
+                _check_replay(recorded[t].obj_pos, s.obj_pos, t)
+            if t in want:
+                got[t] = np.stack([r.render(env.data, c) for c in cameras])
+    if not len(steps):
+        return np.zeros((0, len(cameras), size, size, 3), np.uint8)
+    return np.stack([got[int(t)] for t in steps])
 
 
 def _check_replay(want: np.ndarray, got: np.ndarray, t: int) -> None:

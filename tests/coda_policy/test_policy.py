@@ -48,7 +48,9 @@ def _trained(name: str, dataset: ChunkDataset, steps: int = 3):
     return policy.eval()
 
 
-@pytest.mark.parametrize("name", policy_names())
+# every backend that speaks object-token features; pi05 (camera frames, its own environment) has the same
+# round trip in tests/coda_policy/test_pi05.py
+@pytest.mark.parametrize("name", [n for n in policy_names() if n != "pi05"])
 def test_save_load_gives_identical_actions(name: str, dataset: ChunkDataset, demo: Episode, tmp_path) -> None:
     policy = _trained(name, dataset)
     path = policy.save(tmp_path / "p.pt")

@@ -13,7 +13,7 @@ from PIL import Image
 from sim.env import SimEnv
 from sim.episode import run_episode
 from sim.families import get_family
-from sim.render import Renderer, RenderError, keyframes, save_keyframes, save_png, thumbnail
+from sim.render import Renderer, RenderError, frames_at, keyframes, save_keyframes, save_png, thumbnail
 
 FAM = get_family("pick_place")
 SPEC = FAM.make_scene(FAM.default_factors())
@@ -111,3 +111,41 @@ def test_renders_headless_even_if_mujoco_is_imported_first(renderer: Renderer):
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "(32, 32, 3)"
     assert "Traceback" not in out.stderr  # nothing printed at exit either
+
+
+def test_frames_at_replays_what_the_runner_showed_the_policy(renderer: Renderer):
+    """A policy that declares `cameras` gets frames in `obs.images`; replaying the episode renders the
+    very same frames at the same steps (what π0.5 trains on is what it saw)."""
+    seen: dict[int, np.ndarray] = {}
+
+    class Looking:
+        cameras, image_size = ("front", "wrist"), 24
+
+        def __init__(self) -> None:
+            self.expert = FAM.expert(SPEC)
+
+        def __call__(self, obs):
+            assert set(obs.images) == {"front", "wrist"}
+            seen[obs.step] = np.stack([obs.images["front"], obs.images["wrist"]])
+            return self.expert(obs.state)[None]
+
+    ep = run_episode(SPEC, Looking(), max_steps=30)
+    steps = sorted(seen)[::7]
+    frames = frames_at(ep, steps, ("front", "wrist"), 24)
+    assert frames.shape == (len(steps), 2, 24, 24, 3) and frames.dtype == np.uint8
+    for k, t in enumerate(steps):
+        np.testing.assert_array_equal(frames[k], seen[t])
+    assert not np.array_equal(frames[0, 0], frames[0, 1])  # two cameras, two views
+    with pytest.raises(ValueError, match="steps must lie"):
+        frames_at(ep, [ep.steps + 1], ("front",), 24)
+
+
+def test_a_policy_without_cameras_gets_no_frames():
+    got = []
+
+    def blind(obs):
+        got.append(obs.images)
+        return np.zeros((4, 7))
+
+    run_episode(SPEC, blind, max_steps=8)
+    assert got and all(g == {} for g in got)
