@@ -155,3 +155,32 @@ def test_wrong_images_are_a_clear_error(policy, data):
     bad = dataclasses.replace(PI05_TINY, tokenizer="/nonexistent/tokenizer")
     with pytest.raises(FileNotFoundError, match="tokenizer folder"):
         make_policy(bad)
+
+
+def test_export_lerobot_round_trip(demo, tmp_path):
+    """Our episodes written as a LeRobotDataset v3 read back through lerobot's own loader, offline:
+    frames, states, actions and tasks equal."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from coda_policy.export_lerobot import export, main
+    from sim.render import frames_at
+
+    short = dataclasses.replace(demo, actions=demo.actions[:6], states=demo.states[:7],
+                                state_steps=demo.state_steps[:7], phases=demo.phases[:7])
+    export([short, short], tmp_path / "ds", size=24)
+    ds = LeRobotDataset("coda/run", root=tmp_path / "ds")
+    assert ds.num_episodes == 2 and ds.num_frames == 12
+    want = frames_at(short, range(6), ("front", "wrist"), 24)
+    for t in (0, 5, 6 + 3):
+        item = ds[t]
+        k = t % 6
+        np.testing.assert_allclose(item["action"].numpy(), short.actions[k], atol=1e-6)
+        assert item["task"] == SPEC.instruction
+        img = (item["observation.images.wrist"].numpy().transpose(1, 2, 0) * 255).round().astype(np.uint8)
+        np.testing.assert_array_equal(img, want[k, 1])
+        assert bool(item["is_demo"]) and item["observation.state"].shape == (10,)
+    short.save(tmp_path / "eps" / "e0")
+    with pytest.raises(SystemExit, match="exists; choose a new --out"):
+        main([str(tmp_path / "eps"), "--out", str(tmp_path / "ds")])
+    with pytest.raises(SystemExit, match="no episodes"):
+        main([str(tmp_path / "ds" / "meta"), "--out", str(tmp_path / "ds2")])
