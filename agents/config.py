@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from coda_policy.configuration_object_token import ObjectTokenConfig
+from coda_policy.configuration_pi05 import Pi05Config
 from coda_policy.device import check_device_spec
 from common.registry import Registry
 from memory.ledger import AllocationConfig
@@ -83,8 +84,9 @@ class LearnConfig:
     process are the policy's own `torch_threads` (one setting, with the measured reason, for every
     trainer of the policy)."""
 
-    # the policy's own configuration
-    policy: ObjectTokenConfig = field(default_factory=ObjectTokenConfig)
+    # the policy's own configuration: any registered backend's (`coda_policy.registry`; its `type` names
+    # the backend, and a run's config.json builds it back through the registry)
+    policy: ObjectTokenConfig | Pi05Config = field(default_factory=ObjectTokenConfig)
     # optimiser steps of the bootstrap SFT on seed demonstrations (0: start from `init_policy` as given)
     sft_steps: int = 2000
     # optimiser steps of a round's SFT fine-tune (methods with update="sft")
@@ -405,6 +407,10 @@ def _value(hint: Any, v: Any) -> Any:
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        if isinstance(v, dict) and "type" in v and all(dataclasses.is_dataclass(a) for a in inner):
+            from coda_policy.registry import CONFIGS  # a policy config: its backend by name
+
+            return _build(CONFIGS.get(v["type"]), v)
         return v if v is None or len(inner) != 1 else _value(inner[0], v)
     if origin is tuple and isinstance(v, list):
         return tuple(v)

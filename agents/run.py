@@ -67,6 +67,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "copy): cpu (default), cuda, cuda:N or auto")
     p.add_argument("--seed", type=int, help="the run's seed (scenes, sampling, training)")
     p.add_argument("--init-policy", type=Path, help="start from this policy checkpoint (e.g. pretrained)")
+    p.add_argument("--policy", help="a named policy configuration instead of the preset's: object_token "
+                   "(its defaults) or pi05_tiny (lerobot's PI05, tiny, CPU; needs .venv-pi05 from "
+                   "`make setup-pi05`)")
     p.add_argument("--quiet", action="store_true", help="no live progress (the tables still print)")
     return p.parse_args(argv)
 
@@ -83,16 +86,35 @@ def make_config(a: argparse.Namespace) -> RunConfig:
         over["executor"] = "ray"
     if a.families:
         over["families"] = tuple(f.strip() for f in a.families.split(","))
+    if a.policy:
+        over["learn"] = dataclasses.replace(cfg.learn, policy=_named_policy(a.policy))
     if a.init_policy:
         if not a.init_policy.is_file():
             raise UsageError(f"no policy checkpoint at {a.init_policy}")
-        over["learn"] = dataclasses.replace(cfg.learn, init_policy=str(a.init_policy.resolve()))
+        learn = over.get("learn", cfg.learn)
+        over["learn"] = dataclasses.replace(learn, init_policy=str(a.init_policy.resolve()))
     cfg = with_devices(dataclasses.replace(cfg, **over), a)
     from sim.families import get_family
 
     for f in cfg.families:
         get_family(f)  # a typo fails now, with "did you mean"
     return cfg
+
+
+def _named_policy(name: str) -> Any:
+    """The named policy configuration; a backend whose packages are not installed here is a usage error."""
+    import importlib.util
+
+    from coda_policy.registry import named_config
+
+    try:
+        pc = named_config(name)
+    except KeyError as e:
+        raise UsageError(str(e).strip('"')) from None
+    if pc.type == "pi05" and importlib.util.find_spec("lerobot") is None:
+        raise UsageError(f"--policy {name} runs lerobot's PI05, which is not installed in this environment: "
+                         "`make setup-pi05`, then run with .venv-pi05/bin/python -m agents.run ...")
+    return pc
 
 
 def with_devices(cfg: RunConfig, a: argparse.Namespace) -> RunConfig:

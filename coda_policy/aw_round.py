@@ -290,7 +290,7 @@ def run_seed(cfg: AWRoundConfig, seed: int, ckpt: Path, base: Path, pool: Episod
     pc = policy.config
     chunks = shape_episodes(episodes, cfg.shaping, _program(cfg), h=pc.chunk, demo_stride=cfg.demo_stride,
                             rollout_stride=pc.execute)
-    table = build_table(episodes, chunks, policy.embedder)
+    table = build_table(episodes, chunks, policy)
     res: dict[str, Any] = {"data": info, "collect_s": round(time.perf_counter() - t0, 1)}
     # the SFT's held success, reused on rerun
     cache = out / f"before_{cfg.scene_kind}_{cfg.held_seed0}_{cfg.held}_{cfg.held_other}.json"

@@ -32,7 +32,6 @@ from coda_policy.shaping import ChunkBatch
 from coda_policy.threads import WORKER_THREADS
 from sim.episode import Episode, Observation
 
-POLICY_INPUTS = ("robot", "objects", "object_mask", "text")
 SCHEDULES = ("constant", "cosine")
 ROLLOUTS = ("all", "success")
 
@@ -119,24 +118,16 @@ class ChunkTable:
         return len(self.chunks)
 
 
-def build_table(episodes: Sequence[Episode], chunks: ChunkBatch, embedder: Any) -> ChunkTable:
-    """Featurise each chunk's endpoints once (a state shared by two chunks is featurised once)."""
-    cache: dict[tuple[int, int], dict[str, np.ndarray]] = {}
-
-    def feats(e: int, i: int) -> dict[str, np.ndarray]:
-        if (e, i) not in cache:
-            ep = episodes[e]
-            cache[(e, i)] = featurize(ep.states[i], ep.scene.instruction, ep.scene, embedder)
-        return cache[(e, i)]
-
-    starts = [feats(int(e), int(t)) for e, t in zip(chunks.episode, chunks.start, strict=True)]
-    ends = [feats(int(e), int(t)) for e, t in zip(chunks.episode, chunks.end, strict=True)]
-    inputs = collate(starts)
+def build_table(episodes: Sequence[Episode], chunks: ChunkBatch, policy: Any) -> ChunkTable:
+    """The policy's inputs at each chunk's two ends (`policy.state_inputs`: the backend's own features)."""
+    starts = [(int(e), int(i)) for e, i in zip(chunks.episode, chunks.start, strict=True)]
+    ends = [(int(e), int(i)) for e, i in zip(chunks.episode, chunks.end, strict=True)]
+    inputs = policy.state_inputs(episodes, starts)
     inputs["actions"] = torch.as_tensor(chunks.actions, dtype=torch.float32)
-    return ChunkTable(chunks, inputs, collate(ends))
+    return ChunkTable(chunks, inputs, policy.state_inputs(episodes, ends))
 
 
-def _rows(batch: dict[str, Tensor], idx: Tensor, keys: Sequence[str] = POLICY_INPUTS) -> dict[str, Tensor]:
+def _rows(batch: dict[str, Tensor], idx: Tensor, keys: Sequence[str]) -> dict[str, Tensor]:
     return {k: batch[k][idx] for k in keys}
 
 
@@ -145,9 +136,10 @@ def pooled_features(policy: Any, inputs: dict[str, Tensor], batch_size: int = 51
     """The encoder's pooled features (N, d), detached, with the policy in eval mode."""
     was = policy.training
     policy.eval()
-    n, dev = len(inputs["robot"]), module_device(policy)
-    out = [policy.encode(to_device(_rows(inputs, torch.arange(i, min(i + batch_size, n))), dev))[2].cpu()
-           for i in range(0, n, batch_size)]
+    keys, dev = policy.input_keys, module_device(policy)
+    n = len(inputs[keys[0]])
+    rows = [_rows(inputs, torch.arange(i, min(i + batch_size, n)), keys) for i in range(0, n, batch_size)]
+    out = [policy.encode(to_device(r, dev))[2].cpu() for r in rows]
     policy.train(was)
     return torch.cat(out).detach()
 
@@ -155,7 +147,7 @@ def pooled_features(policy: Any, inputs: dict[str, Tensor], batch_size: int = 51
 def norm_actions(policy: Any, actions: Tensor) -> Tensor:
     """Actions in the policy's normalised space (what the critic sees)."""
     with torch.no_grad():
-        return policy.normalizer.norm("actions", actions.to(module_device(policy))).cpu()
+        return policy.normalize_actions(actions.to(module_device(policy))).cpu()
 
 
 def critic_inputs(policy: Any, table: ChunkTable, potential_feature: bool = False) -> CriticData:
@@ -281,7 +273,7 @@ def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRCon
     gen = torch.Generator().manual_seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     policy.train()
-    keys = (*POLICY_INPUTS, "actions")
+    keys = (*policy.input_keys, "actions")
     losses = []
     for step in range(cfg.steps):
         idx = _minibatch(gen, demo, roll, cfg)

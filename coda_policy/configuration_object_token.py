@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coda_policy.registry import register_config
+from coda_policy.registry import NAMED, register_config
 from coda_policy.threads import TRAIN_THREADS
 
 
@@ -62,3 +62,6 @@ class ObjectTokenConfig:
             raise ValueError(f"execute={self.execute} must be in [1, chunk={self.chunk}]")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+
+NAMED.register("object_token", ObjectTokenConfig())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coda_policy.registry import register_config
+from coda_policy.registry import NAMED, register_config
 from coda_policy.threads import TRAIN_THREADS
 
 
@@ -64,3 +64,4 @@ class Pi05Config:
 # the CPU configuration of the registry tests and `--policy pi05_tiny`
 PI05_TINY = Pi05Config(size="tiny", image_size=32, chunk=8, execute=4, max_state_dim=16, max_action_dim=8,
                        tokenizer_max_length=160, inference_steps=4, lr=1e-3, batch_size=16)
+NAMED.register("pi05_tiny", PI05_TINY)

@@ -39,6 +39,18 @@ class ChunkRef:
     success: bool
 
 
+@dataclass
+class ChunkData:
+    """What a backend's `chunk_data(episodes)` gives the trainers: the whole training set as tensors (its
+    keys: the policy's `input_keys` and "actions"), normalisation statistics of that data (the backend's
+    own kind), and how many episodes and chunks it holds."""
+
+    tensors: dict[str, torch.Tensor]
+    stats: Any
+    episodes: int
+    chunks: int
+
+
 def episode_paths(root: str | Path) -> list[Path]:
     """Episode files under `root`: a run directory (its `episodes/**`), an episodes folder, or one .npz."""
     root = Path(root)

@@ -43,7 +43,6 @@ def export(episodes: Sequence[Episode], out: Path, *, cameras: Sequence[str] = (
     """Write `episodes` as a LeRobotDataset at `out` (which must not exist); returns `out`."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    import coda_policy.pi05  # noqa: F401  (triton before any GL context)
 
     if out.exists():
         raise FileExistsError(f"{out} exists; choose a new --out (an export never overwrites a dataset)")

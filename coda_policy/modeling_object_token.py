@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from coda_policy.configuration_object_token import ObjectTokenConfig
+from coda_policy.dataset import ChunkData, ChunkDataset
 from coda_policy.device import module_device, to_device
 from coda_policy.features import OBJ_DIM, ROBOT_DIM, collate, featurize
 from coda_policy.normalize import Normalizer, NormStats
@@ -26,7 +28,7 @@ from common.text import DIM as TEXT_DIM
 from common.text import TextEmbedder, default_embedder
 
 if TYPE_CHECKING:
-    from sim.episode import Observation
+    from sim.episode import Episode, Observation
     from sim.scene import SceneSpec
 
 FORMAT = 1  # checkpoint layout version
@@ -47,6 +49,8 @@ class ObjectTokenPolicy(nn.Module):
     """The default policy backend. See the module docstring for the data it speaks."""
 
     config_class = ObjectTokenConfig
+    # the batch keys `forward` reads besides "actions" (coda_policy.sft and coda_policy.awr index by them)
+    input_keys = ("robot", "objects", "object_mask", "text")
 
     def __init__(self, config: ObjectTokenConfig, stats: NormStats | None = None) -> None:
         super().__init__()
@@ -173,7 +177,27 @@ class ObjectTokenPolicy(nn.Module):
         self.reset(scene)
         return self.select_action
 
-    # ---- persistence -----------------------------------------------------------------------------
+    # ---- data (what the trainers ask of every backend) --------------------------------------------
+    def chunk_data(self, episodes: Sequence[Episode]) -> ChunkData:
+        """Training chunks of the successful `episodes` (one per recorded state) with their statistics."""
+        ds = ChunkDataset(episodes, self.config.chunk, only_success=True, embedder=self.embedder)
+        if not len(ds):
+            raise ValueError(f"no successful demonstration among {len(episodes)} episodes")
+        return ChunkData(ds.tensors(), ds.stats(), len(ds.episodes), len(ds))
+
+    def state_inputs(self, episodes: Sequence[Episode], refs: Sequence[tuple[int, int]]) -> dict[str, Tensor]:
+        """Inputs at recorded states `refs` = (episode index, state index); a state named twice is
+        featurised once."""
+        cache: dict[tuple[int, int], dict[str, np.ndarray]] = {}
+        for e, i in refs:
+            if (e, i) not in cache:
+                ep = episodes[e]
+                cache[(e, i)] = featurize(ep.states[i], ep.scene.instruction, ep.scene, self.embedder)
+        return collate([cache[(int(e), int(i))] for e, i in refs])
+
+    def normalize_actions(self, actions: Tensor) -> Tensor:
+        return self.normalizer.norm("actions", actions)
+
     def set_stats(self, stats: NormStats) -> None:
         self.normalizer.set(stats)
 

@@ -26,6 +26,8 @@ class PolicyBackend(Protocol):
 
 # name → config class
 CONFIGS: Registry[type] = Registry("policy config")
+# name → a ready policy configuration (`python -m agents.run --policy NAME`)
+NAMED: Registry[Any] = Registry("named policy configuration")
 # name → "module:Class" of the modeling code (imported lazily)
 POLICIES: Registry[str] = Registry("policy backend")
 
@@ -61,6 +63,17 @@ def policy_class(name: str) -> type:
     _load_builtin()
     module, cls = POLICIES.get(name).split(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def named_config(name: str) -> Any:
+    """A named policy configuration (e.g. "pi05_tiny"); unknown names raise with "did you mean"."""
+    _load_builtin()
+    return NAMED.get(name)
+
+
+def named_configs() -> list[str]:
+    _load_builtin()
+    return NAMED.names()
 
 
 def make_config(name: str, **overrides: Any) -> Any:

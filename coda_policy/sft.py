@@ -32,8 +32,6 @@ from common.registry import Registry
 from sim.families import get_family
 from sim.pool import EpisodeJob, EpisodePool
 
-POLICY_KEYS = ("robot", "objects", "object_mask", "text", "actions")
-
 
 @dataclass(frozen=True, kw_only=True)
 class SFTConfig:
@@ -169,11 +167,12 @@ def train(
     ema = _Ema(policy, cfg.ema) if cfg.ema > 0 else None
     gen = torch.Generator().manual_seed(pc.seed)
     torch.manual_seed(pc.seed)
+    keys = (*policy.input_keys, "actions")
     policy.train()
     t0, c0 = time.perf_counter(), time.process_time()
     for step in range(cfg.steps):
         idx = torch.randint(n, (pc.batch_size,), generator=gen)
-        loss, metrics = policy(to_device({k: data[k][idx] for k in POLICY_KEYS}, dev))
+        loss, metrics = policy(to_device({k: data[k][idx] for k in keys}, dev))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)

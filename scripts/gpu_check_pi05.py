@@ -17,7 +17,6 @@ import time
 import numpy as np
 import torch
 
-import coda_policy.pi05  # noqa: F401  (triton before any GL context)
 from coda_policy.configuration_pi05 import PI05_TINY, Pi05Config
 from coda_policy.pi05.data import samples
 from coda_policy.registry import make_policy

@@ -118,8 +118,19 @@ def _backend() -> str:
     return (os.environ.get("MUJOCO_GL") or "glfw").lower()  # unset: MuJoCo's own default
 
 
+def _preload_llvm_users() -> None:
+    """Load triton (it bundles its own LLVM; torch's CUDA build pulls it in) before Mesa's llvmpipe makes a
+    GL context: loaded the other way round, the process segfaults (seen with .venv-pi05's torch 2.14.1
+    whenever torch._dynamo or transformers' generation utilities are first imported after a render)."""
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is not None:
+        import triton  # noqa: F401
+
+
 def _gl_context(width: int, height: int) -> Any:
     """A current GL context (mujoco.egl/osmesa/glfw.GLContext: they share no base class)."""
+    _preload_llvm_users()
     backend = _backend()
     try:
         if backend == "egl":

@@ -43,23 +43,20 @@ class PolicyTrainer:
 
         torch.set_num_threads(self.config.policy.torch_threads)
 
-    def _dataset(self, demos: Sequence[Path], chunk: int) -> Any:
-        from coda_policy.dataset import ChunkDataset
+    @staticmethod
+    def _data(policy: Any, demos: Sequence[Path]) -> Any:
+        """The policy backend's training chunks of the successful demonstrations (`chunk_data`)."""
         from sim.episode import Episode
 
-        episodes = [Episode.load(p) for p in demos]
-        data = ChunkDataset(episodes, chunk, only_success=True)
-        if not len(data):
-            raise ValueError(f"no successful demonstration among {len(episodes)} episodes")
-        return data
+        return policy.chunk_data([Episode.load(p) for p in demos])
 
     def _sft(self, policy: Any, data: Any, steps: int) -> dict[str, float]:
         from coda_policy.sft import SFTConfig, train
 
-        cfg = SFTConfig(name="agents", demos=max(1, len(data.episodes)), steps=steps,
+        cfg = SFTConfig(name="agents", demos=max(1, data.episodes), steps=steps,
                         warmup=finetune_warmup(steps), ema=0.0, policy=policy.config,
                         log_every=max(1, steps), device=self.config.device)
-        return train(policy, data.tensors(), cfg)
+        return train(policy, data.tensors, cfg)
 
     def initial(self, demos: Sequence[Path], out: Path) -> dict[str, Any]:
         """The policy before any training of this run: `init_policy` as given, or a fresh network with the
@@ -71,7 +68,7 @@ class PolicyTrainer:
         from coda_policy.registry import make_policy
 
         policy = make_policy(self.config.policy)
-        policy.set_stats(self._dataset(demos, self.config.policy.chunk).stats())
+        policy.set_stats(self._data(policy, demos).stats)
         policy.save(out)
         return {"init": "fresh"}
 
@@ -85,14 +82,14 @@ class PolicyTrainer:
             return {**self.initial(demos, out), "sft_steps": 0}
         if self.config.init_policy:
             policy = load_policy(self.config.init_policy)
-            data = self._dataset(demos, policy.config.chunk)
+            data = self._data(policy, demos)
         else:
             policy = make_policy(self.config.policy)
-            data = self._dataset(demos, self.config.policy.chunk)
-            policy.set_stats(data.stats())
+            data = self._data(policy, demos)
+            policy.set_stats(data.stats)
         speed = self._sft(policy, data, self.config.sft_steps)
         policy.save(out)
-        return {"sft_steps": self.config.sft_steps, "demos": len(data.episodes), "chunks": len(data),
+        return {"sft_steps": self.config.sft_steps, "demos": data.episodes, "chunks": data.chunks,
                 "train_s": round(speed["train_s"], 2)}
 
     def finetune(self, policy_path: Path, demos: Sequence[Path], out: Path) -> dict[str, Any]:
@@ -101,11 +98,11 @@ class PolicyTrainer:
         from coda_policy.registry import load_policy
 
         policy = load_policy(policy_path)
-        data = self._dataset(demos, policy.config.chunk)
+        data = self._data(policy, demos)
         speed = self._sft(policy, data, self.config.finetune_steps)
         policy.save(out)
-        return {"finetune_steps": self.config.finetune_steps, "demos": len(data.episodes),
-                "chunks": len(data), "train_s": round(speed["train_s"], 2)}
+        return {"finetune_steps": self.config.finetune_steps, "demos": data.episodes,
+                "chunks": data.chunks, "train_s": round(speed["train_s"], 2)}
 
     def aw_update(self, policy_path: Path, groups: Sequence[tuple[TrainingProgram, Sequence[Path]]],
                   out: Path, *, shaping: str, seed: int) -> dict[str, Any]:
@@ -129,7 +126,7 @@ class PolicyTrainer:
             shutil.copyfile(policy_path, out)
             return {"skipped": "no chunks to train on"}
         t0 = time.perf_counter()
-        table = build_table(episodes, chunks, policy.embedder)
+        table = build_table(episodes, chunks, policy)
         critic_cfg = ChunkCriticConfig(hidden=lc.critic_hidden, steps=lc.critic_steps,
                                        batch_size=lc.critic_batch, seed=seed)
         awr = AWRConfig(steps=lc.awr_steps, batch_size=lc.awr_batch, tau=lc.awr_tau, lr=lc.awr_lr, seed=seed,

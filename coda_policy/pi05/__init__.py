@@ -3,16 +3,6 @@
 Everything here imports lerobot and transformers, which live in the optional environment `make setup-pi05`
 builds (.venv-pi05). Modules: `gemma_adarms` (the Gemma behaviour PI05 needs, on PyPI's transformers),
 `tiny` (a CPU-sized backbone and a byte tokenizer), `modeling` (`Pi05Policy`), `data` (training samples
-with replayed camera frames).
-
-Import order matters in one way: triton (pulled in by torch's CUDA build) bundles its own LLVM, and loading
-it after Mesa's llvmpipe has made a GL context (any MuJoCo render on a machine without a GPU driver)
-segfaults the process. Importing this package loads triton first, so import it before rendering.
+with replayed camera frames). (torch's CUDA build brings triton, which must load before a Mesa GL context:
+`sim.render` sees to that.)
 """
-
-from __future__ import annotations
-
-import importlib.util
-
-if importlib.util.find_spec("triton") is not None:
-    import triton  # noqa: F401  (before any GL context: see the docstring)

@@ -18,6 +18,7 @@ advantage-weighted update drive either backend.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,14 @@ import torch
 from torch import Tensor, nn
 
 from coda_policy.configuration_pi05 import Pi05Config
+from coda_policy.dataset import ChunkData
+from coda_policy.pi05.data import proprio, samples
 from coda_policy.pi05.gemma_adarms import install
 from coda_policy.registry import save_checkpoint
+from sim.episode import Episode
+from sim.render import frames_at
 
-install()  # transformers (and triton) load now, before any GL context (see coda_policy.pi05)
+install()
 FORMAT = 1
 IMAGE_KEY = "observation.images.{}"
 
@@ -86,6 +91,8 @@ class Pi05Policy(nn.Module):
     """See the module docstring."""
 
     config_class = Pi05Config
+    # the batch keys `forward` reads besides "actions" (coda_policy.sft and coda_policy.awr index by them)
+    input_keys = ("images", "tokens", "token_mask")
 
     def __init__(self, config: Pi05Config, stats: QuantileStats | None = None) -> None:
         super().__init__()
@@ -160,6 +167,49 @@ class Pi05Policy(nn.Module):
         if actions is not None:
             batch["actions"] = torch.as_tensor(np.asarray(actions), dtype=torch.float32)
         return batch
+
+    def chunk_data(self, episodes: Sequence[Episode]) -> ChunkData:
+        """Training samples of the successful `episodes` (one per recorded state, frames replayed) and the
+        quantile statistics of their state and actions."""
+        c = self.config
+        s = samples(episodes, c.chunk, c.cameras, c.image_size)
+        stats = QuantileStats.fit(s.states, s.actions)
+        batch = self.features(s.instructions, s.states, s.images, s.actions)
+        return ChunkData(batch, stats, len(set(s.episode.tolist())), len(s.actions))
+
+    def state_inputs(self, episodes: Sequence[Episode], refs: Sequence[tuple[int, int]]) -> dict[str, Tensor]:
+        """Inputs at recorded states `refs` = (episode index, state index): frames replayed per episode."""
+        c = self.config
+        images = np.zeros((len(refs), len(c.cameras), c.image_size, c.image_size, 3), np.uint8)
+        by_episode: dict[int, list[int]] = {}
+        for k, (e, _) in enumerate(refs):
+            by_episode.setdefault(int(e), []).append(k)
+        for e, rows in by_episode.items():
+            ep = episodes[e]
+            steps = [min(int(ep.state_steps[refs[k][1]]), ep.steps) for k in rows]
+            images[rows] = frames_at(ep, steps, c.cameras, c.image_size)
+        states = np.stack([proprio(episodes[e].states[i]) for e, i in refs])
+        return self.features([episodes[e].scene.instruction for e, _ in refs], states, images)
+
+    def normalize_actions(self, actions: Tensor) -> Tensor:
+        return self.stats._norm(actions, self.stats.actions)
+
+    @torch.no_grad()
+    def encode(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """(prefix hidden states (B, T, width), prefix mask, their masked mean): the VLM's reading of
+        images and prompt, which the chunk critic takes as its state features."""
+        from lerobot.policies.pi05.modeling_pi05 import make_att_2d_masks
+
+        m, lb = self.model.model, self._lerobot_batch(batch)
+        images, img_masks = self.model._preprocess_images(lb)
+        emb, pad, att = m.embed_prefix(images, img_masks, lb["observation.language.tokens"],
+                                       lb["observation.language.attention_mask"])
+        (out, _), _ = m.paligemma_with_expert.forward(
+            attention_mask=m._prepare_attention_masks_4d(make_att_2d_masks(pad, att)),
+            position_ids=torch.cumsum(pad, dim=1) - 1, past_key_values=None, inputs_embeds=[emb, None],
+            use_cache=False)
+        w = pad[..., None].to(out.dtype)
+        return out, pad, ((out * w).sum(1) / w.sum(1).clamp_min(1.0)).float()
 
     def _lerobot_batch(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         dev = next(self.model.parameters()).device

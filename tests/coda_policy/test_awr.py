@@ -57,7 +57,7 @@ def _table(episodes):
     chunks = shape_episodes(episodes, ShapingConfig(gamma=0.9), seed_library()["pick_place"][1], h=TINY.chunk,
                             demo_stride=4)
     policy = make_policy(TINY)
-    return policy, build_table(episodes, chunks, policy.embedder)
+    return policy, build_table(episodes, chunks, policy)
 
 
 @pytest.mark.parametrize("favour", [1.0, -1.0])

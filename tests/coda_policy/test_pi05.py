@@ -184,3 +184,28 @@ def test_export_lerobot_round_trip(demo, tmp_path):
         main([str(tmp_path / "eps"), "--out", str(tmp_path / "ds")])
     with pytest.raises(SystemExit, match="no episodes"):
         main([str(tmp_path / "ds" / "meta"), "--out", str(tmp_path / "ds2")])
+
+
+def test_the_loop_runs_with_pi05_tiny(tmp_path):
+    """`python -m agents.run --preset smoke --policy pi05_tiny`: the bootstrap SFT and a round's
+    advantage-weighted update (chunk critic on PI05's prefix features) train π0.5 through the loop's own
+    `train` node; every checkpoint is a pi05 one and the run's config.json builds the backend back."""
+    import json
+    import subprocess
+    import sys
+
+    from agents.config import RunConfig
+
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "agents.run", "--preset", "smoke", "--policy", "pi05_tiny",
+                           "--rounds", "1", "--out", str(out), "--quiet"], capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    trains = [r["train"] for r in rows if isinstance(r.get("train"), dict)]
+    updates = [t["update"] for t in trains if "update" in t]
+    assert updates[:2] == ["sft", "aw"], updates
+    for ckpt in sorted((out / "policy").glob("round_*.pt")):
+        assert torch.load(ckpt, map_location="cpu", weights_only=False)["config"]["type"] == "pi05"
+    cfg = RunConfig.from_json((out / "config.json").read_text())
+    assert cfg.learn.policy == PI05_TINY
