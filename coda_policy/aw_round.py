@@ -265,6 +265,7 @@ def train_mode(cfg: AWRoundConfig, mode: str, seed: int, ckpt: Path, episodes: l
         return QSelectFactory(str(ckpt), str(critic_path), seed, cfg.select_k), m
     # the loop's own update (`advantage_weighted_update`: the same composition as the `train` node)
     m |= advantage_weighted_update(policy, table, ccfg, dataclasses.replace(cfg.awr, seed=seed))
+    m.pop("chunk_weights")  # per chunk, not a figure of the round
     m["critic_update_s"] = round(time.perf_counter() - t0, 1)
     _log_critic(log, seed, mode, m["critic"])
     log(f"seed {seed} {mode}: mean normalised advantage by chunk source: "

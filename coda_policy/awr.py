@@ -299,13 +299,13 @@ def advantage_weighted_update(policy: Any, table: ChunkTable, critic_cfg: ChunkC
     `coda_policy.aw_round` alike: chunk critics cross-fitted over episodes on the table's shaped returns
     (each chunk's Â from critics that never saw its episode), clipped exponential weights of the
     normalised Â, `cfg.steps` weighted flow-matching steps. Updates `policy` in place; returns the critic,
-    weight (with Â by chunk source) and update metrics."""
+    weight (with Â by chunk source) and update metrics, and each chunk's weight ("chunk_weights", (N,))."""
     policy.to(resolve_device(cfg.device))
     data = critic_inputs(policy, table, critic_cfg.potential_feature)
     adv, critic_m = crossfit_advantages(data, table.chunks.episode, critic_cfg, cfg.folds, cfg.device)
     w, weight_m = advantage_weights(adv, cfg)
     return {"critic": critic_m, "weights": weight_m | advantage_groups(adv, table.chunks),
-            "update": weighted_update(policy, table, w, cfg)}
+            "update": weighted_update(policy, table, w, cfg), "chunk_weights": w.detach().cpu()}
 
 
 # ---- frozen actor ----------------------------------------------------------------------------------

@@ -115,12 +115,13 @@ class PolicyTrainer:
 
         lc = self.config
         policy = load_seeded(policy_path, seed, fresh=True)
-        episodes, batches = [], []
+        episodes, batches, sources = [], [], []
         for program, paths in groups:
             eps = [Episode.load(p) for p in paths]
             if eps:
                 batches.append((len(episodes), self._shape(eps, program, policy.config, shaping)))
                 episodes += eps
+                sources += [str(Path(p).resolve().with_suffix(".npz")) for p in paths]
         chunks = _concat(batches)
         if chunks is None or not len(chunks):
             shutil.copyfile(policy_path, out)
@@ -136,6 +137,7 @@ class PolicyTrainer:
         m = advantage_weighted_update(policy, table, critic_cfg, awr)
         cm, wm, um = m["critic"], m["weights"], m["update"]
         policy.save(out)
+        save_chunk_weights(out, sources, chunks, m["chunk_weights"].numpy())
         return {"shaping": shaping, "episodes": len(episodes), "chunks": len(chunks),
                 "demo_chunks": int(chunks.demo.sum()), "return_mean": float(chunks.ret.mean()),
                 "critic_explained_var": float(cm.get("explained_var", float("nan"))), "w_mean": wm["w_mean"],
@@ -148,6 +150,24 @@ class PolicyTrainer:
 
         return shape_episodes(eps, ShapingConfig(mode=shaping), program, h=pc.chunk,
                               demo_stride=self.config.demo_stride, rollout_stride=pc.execute)
+
+
+def chunk_weights_path(policy_path: Path) -> Path:
+    """Where a weighted update's per-chunk weights lie, beside the checkpoint it wrote."""
+    return Path(policy_path).with_suffix(".weights.npz")
+
+
+def save_chunk_weights(policy_path: Path, sources: Sequence[str], chunks: Any, weights: np.ndarray) -> Path:
+    """Each chunk's advantage weight with the episode file and control step it starts at (what
+    `coda_policy.export_lerobot` writes as a column)."""
+    path = chunk_weights_path(policy_path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, episode=np.array([sources[int(e)] for e in chunks.episode]),
+                 start=np.asarray(chunks.start, np.int64), weight=np.asarray(weights, np.float32),
+                 demo=np.asarray(chunks.demo, bool))
+    tmp.replace(path)
+    return path
 
 
 def finetune_warmup(steps: int) -> int:

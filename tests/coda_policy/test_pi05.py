@@ -179,6 +179,7 @@ def test_export_lerobot_round_trip(demo, tmp_path):
         img = (item["observation.images.wrist"].numpy().transpose(1, 2, 0) * 255).round().astype(np.uint8)
         np.testing.assert_array_equal(img, want[k, 1])
         assert bool(item["is_demo"]) and item["observation.state"].shape == (10,)
+        assert np.isnan(float(item["advantage_weight"]))  # no weighted update saw these episodes
     short.save(tmp_path / "eps" / "e0")
     with pytest.raises(SystemExit, match="exists; choose a new --out"):
         main([str(tmp_path / "eps"), "--out", str(tmp_path / "ds")])
@@ -209,3 +210,17 @@ def test_the_loop_runs_with_pi05_tiny(tmp_path):
         assert torch.load(ckpt, map_location="cpu", weights_only=False)["config"]["type"] == "pi05"
     cfg = RunConfig.from_json((out / "config.json").read_text())
     assert cfg.learn.policy == PI05_TINY
+
+    # the weighted update kept each chunk's weight; the export turns them into a column
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from coda_policy.export_lerobot import export, run_weights
+    from sim.episode import Episode
+
+    by_file = run_weights(out)
+    assert by_file and all(np.isfinite(list(w.values())).all() for w in by_file.values())
+    files = sorted(by_file)[:2]
+    export([Episode.load(f) for f in files], tmp_path / "ds", size=16, weights=[by_file[f] for f in files])
+    ds = LeRobotDataset("coda/run", root=tmp_path / "ds")
+    first = min(by_file[files[0]])
+    assert float(ds[first]["advantage_weight"]) == pytest.approx(by_file[files[0]][first])
