@@ -8,7 +8,11 @@
 
 Demonstrations start from init states `--first-state`, `--first-state + 1`, ... of each task's own file
 (default 20: the protocol evaluates on states 0–19, so no evaluation start is trained on); only successful
-ones are kept. The policy reads privileged state as object tokens (`coda_policy.libero_features`) and predicts
+ones are kept. With `--noise σ` the demonstrations are DART-style: the environment executes the expert's
+action plus Gaussian noise (σ on the six arm dimensions, never the gripper) while the recorded label is the
+expert's own action from the state it is in — so the data shows how to come back from states a slightly
+wrong policy reaches (FINDINGS #19: plain cloning drifts off the demonstrations within 40 steps). The
+policy reads privileged state as object tokens (`coda_policy.libero_features`) and predicts
 chunks of LIBERO's own 7-D actions. The public LIBERO demonstration datasets cannot be downloaded here; the
 scripted expert is where the demonstrations come from (its success per suite is in the README).
 """
@@ -26,8 +30,9 @@ import numpy as np
 
 
 def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_state: int, seed: int,
-            log: Any = print) -> list[dict[str, Any]]:
-    """Successful expert episodes: per step, the features and the action taken."""
+            log: Any = print, noise: float = 0.0) -> list[dict[str, Any]]:
+    """Successful expert episodes: per step, the features and the expert's action (executed with
+    N(0, noise²) added to the arm dimensions when `noise` > 0)."""
     from coda_policy.libero_features import categories, featurize_libero
     from common.text import default_embedder
     from experiments.liberopro import init_states, tasks
@@ -53,11 +58,15 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
                     log(f"{task.name}: {e}; skipped")
                     break
                 feats, acts = [], []
+                rng = np.random.default_rng([seed, i])
                 while env.steps < task.max_steps and not env.success():
                     feats.append(featurize_libero(env, task.instruction, emb, cats))
                     a = expert.act()
                     acts.append(a)
-                    env.step(a)
+                    executed = np.array(a, float)
+                    if noise > 0:
+                        executed[:6] = np.clip(executed[:6] + rng.normal(0.0, noise, 6), -1.0, 1.0)
+                    env.step(executed)
                 if env.success():
                     kept += 1
                     episodes.append({"task": task.name, "state": i, "features": feats,
@@ -161,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first-state", type=int, default=20,
                     help="first init state used for demonstrations (default 20: past the evaluation's 0–19)")
     ap.add_argument("--steps", type=int, default=3000, help="SFT optimiser steps")
+    ap.add_argument("--noise", type=float, default=0.0,
+                    help="DART-style demonstrations: σ of the Gaussian noise added to the executed arm "
+                         "actions (labels stay the expert's); 0 = plain demonstrations")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("runs/libero_sft"))
     ap.add_argument("--inspect", type=Path, metavar="CHECKPOINT",
@@ -176,10 +188,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if min(a.demos_per_task, a.steps) < 1 or a.first_state < 0 or (a.tasks is not None and a.tasks < 1):
         ap.error("--demos-per-task, --steps and --tasks must be >= 1 and --first-state >= 0")
+    if not 0.0 <= a.noise <= 1.0:
+        ap.error("--noise must be in [0, 1] (actions are in [-1, 1])")
     a.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     episodes = collect(a.suite, a.perturb, a.tasks, a.demos_per_task, a.first_state, a.seed,
-                       log=lambda m: print(m, flush=True))
+                       log=lambda m: print(m, flush=True), noise=a.noise)
     if not episodes:
         print("error: the expert solved no demonstration; nothing to train on", file=sys.stderr)
         return 1
@@ -187,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     path, speed = train(episodes, a.steps, a.seed, a.out)
     summary = {"suite": a.suite, "perturb": a.perturb, "demos": len(episodes),
                "steps_per_demo": float(np.mean([len(e["actions"]) for e in episodes])),
-               "first_state": a.first_state, "sft_steps": a.steps, "seed": a.seed,
+               "first_state": a.first_state, "sft_steps": a.steps, "seed": a.seed, "noise": a.noise,
                "collect_s": round(t1 - t0, 1), "train_s": round(speed["train_s"], 1),
                "chunks": speed["chunks"], "policy": str(path)}
     (a.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
