@@ -1,0 +1,35 @@
+"""Table 1's paired power analysis on synthetic cells (`experiments.table_power`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.table_power import load_cells, main, paired
+
+
+def _cell(tmp_path, method: str, seed: int, ood: float) -> None:
+    fams = ("pick_place", "articulated", "put_inside", "stack_insert")
+    (tmp_path / f"{method}_seed{seed}.json").write_text(
+        json.dumps({"method": method, "seed": seed, "ood": dict.fromkeys(fams, ood)}))
+
+
+def test_paired_differences_interval_and_seeds_needed(tmp_path):
+    for seed, (c, s) in enumerate([(20.0, 10.0), (15.0, 10.0), (10.0, 10.0)]):
+        _cell(tmp_path, "coda", seed, c)
+        _cell(tmp_path, "scalar", seed, s)
+    r = paired(load_cells(tmp_path), "scalar", margin=5.0, per_split=10)
+    assert r["diffs"] == [10.0, 5.0, 0.0] and r["mean"] == 5.0
+    assert r["se"] == pytest.approx(5 / 3**0.5, abs=0.01)  # sd 5 over 3 seeds
+    assert r["ci95"] == [pytest.approx(5 - 4.30 * 2.887, abs=0.1), pytest.approx(5 + 4.30 * 2.887, abs=0.1)]
+    assert r["seeds_for_margin"] == 8  # ((1.96 + 0.84) * 5 / 5)^2 = 7.84
+    assert r["binomial_se"] == pytest.approx(100 * (0.1 * 0.9 / 40) ** 0.5, abs=0.01)
+    assert paired(load_cells(tmp_path), "uniform") is None  # no cells: no row
+
+
+def test_no_coda_cells_is_a_clear_error(tmp_path, capsys):
+    _cell(tmp_path, "scalar", 0, 10.0)
+    with pytest.raises(SystemExit):
+        main(["--cells", str(tmp_path)])
+    assert "no coda cells" in capsys.readouterr().err
