@@ -113,6 +113,9 @@ class Pi05Policy(nn.Module):
             num_inference_steps=c.inference_steps, tokenizer_max_length=c.tokenizer_max_length,
             input_features={**visual, "observation.state": PolicyFeature(FeatureType.STATE, (c.state_dim,))},
             output_features={"action": PolicyFeature(FeatureType.ACTION, (c.action_dim,))})
+        if c.pretrained and not Path(c.pretrained).is_dir():
+            raise FileNotFoundError(f"π0.5 checkpoint folder {c.pretrained} does not exist (read offline: a "
+                                    "lerobot PI05 folder with config.json and model.safetensors)")
         with torch.random.fork_rng(), backbone(c.size, len(self.tokenizer)):
             torch.manual_seed(c.seed)
             if c.pretrained:

@@ -224,3 +224,27 @@ def test_the_loop_runs_with_pi05_tiny(tmp_path):
     ds = LeRobotDataset("coda/run", root=tmp_path / "ds")
     first = min(by_file[files[0]])
     assert float(ds[first]["advantage_weight"]) == pytest.approx(by_file[files[0]][first])
+
+
+def test_full_size_pi05_builds_with_the_checkpoint_parameter_names():
+    """π0.5's own sizes (PaliGemma 2B + 300M expert), built on the meta device (no memory): our adaRMS Gemma
+    gives the action expert's norms the `.dense` (3·1024 × 1024) layers that released checkpoints carry and
+    lerobot's key fixer expects, and leaves PaliGemma's norms plain."""
+    from lerobot.policies.pi05.configuration_pi05 import PI05Config
+    from lerobot.policies.pi05.modeling_pi05 import PI05Pytorch
+
+    with torch.device("meta"):
+        sd = PI05Pytorch(PI05Config(device="cpu")).state_dict()
+    expert = "paligemma_with_expert.gemma_expert.model"
+    vlm = "paligemma_with_expert.paligemma.model.language_model"
+    assert sd[f"{expert}.layers.17.input_layernorm.dense.weight"].shape == (3 * 1024, 1024)
+    assert sd[f"{expert}.norm.dense.bias"].shape == (3 * 1024,)
+    assert f"{expert}.layers.0.input_layernorm.weight" not in sd
+    assert sd[f"{vlm}.layers.17.post_attention_layernorm.weight"].shape == (2048,)
+    assert sum(v.numel() for v in sd.values()) > 3e9
+
+
+def test_a_missing_pretrained_folder_is_a_clear_error():
+    bad = dataclasses.replace(PI05_TINY, pretrained="/nonexistent/pi05")
+    with pytest.raises(FileNotFoundError, match="π0.5 checkpoint folder"):
+        make_policy(bad)
