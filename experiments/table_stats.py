@@ -101,6 +101,17 @@ def delta(x: dict[str, float] | None) -> str:
     return "–" if x is None else f"{x['mean']:+.1f} ± {x['se']:.1f}"
 
 
+def uneven_seeds(table: dict[str, Any]) -> list[str]:
+    """A warning when rows average different seeds (a table filling up seed by seed): such rows compare
+    different bootstraps; the paired comparison is `python -m experiments.table_power`."""
+    seeds = {m: tuple(e.get("seeds", ())) for m, e in table["methods"].items()}
+    if len(set(seeds.values())) <= 1:
+        return []
+    rows = "; ".join(f"{m} {list(s)}" for m, s in seeds.items())
+    return [f"**Rows average different seeds** ({rows}): compare rows on common seeds, paired, with "
+            "`python -m experiments.table_power`."]
+
+
 def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
     """The table as Markdown, with the command and provenance."""
     fams = next(iter(table["methods"].values()))["ood"].keys() if table["methods"] else []
@@ -127,6 +138,7 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
         "exploration variants.",
         f"Equal generation budget across methods (accepted scenes per family per round): "
         f"{'yes' if table['equal_budget'] else 'NO'}.",
+        *uneven_seeds(table),
         f"Command: `{meta['command']}` · cells computed at commit(s) {', '.join(meta['cell_commits'])} · "
         f"table written at {meta['commit']} · {meta['versions']}",
     ]

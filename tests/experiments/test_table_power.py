@@ -33,3 +33,11 @@ def test_no_coda_cells_is_a_clear_error(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--cells", str(tmp_path)])
     assert "no coda cells" in capsys.readouterr().err
+
+
+def test_a_table_whose_rows_average_different_seeds_says_so():
+    from experiments.table_stats import uneven_seeds
+
+    assert uneven_seeds({"methods": {"sft": {"seeds": [0, 1, 2]}, "coda": {"seeds": [0, 1, 2]}}}) == []
+    (line,) = uneven_seeds({"methods": {"sft": {"seeds": [0, 1, 2]}, "coda": {"seeds": [0, 1, 2, 3]}}})
+    assert "coda [0, 1, 2, 3]" in line and "table_power" in line
