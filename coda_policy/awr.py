@@ -316,6 +316,9 @@ class QSelectPolicy:
     def __init__(self, policy: Any, critic: ChunkCritic, k: int = 8, seed: int = 0) -> None:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        if policy.config.type != "object_token":
+            raise TypeError(f"the frozen-actor ablation (Q-selection) reads object-token features; the "
+                            f"{policy.config.type!r} backend is not supported there")
         self.policy, self.critic, self.k, self.seed = policy.eval(), critic.eval(), k, seed
         self.reset()
 
