@@ -58,13 +58,19 @@ class LiberoEnv:
     """A real LIBERO environment for one BDDL problem: a suite's task file (`for_task`) or a scene we wrote
     (`sim.libero.scene.LiberoScene.write`)."""
 
-    def __init__(self, bddl: str | Path, name: str = "") -> None:
+    def __init__(self, bddl: str | Path, name: str = "", cameras: tuple[str, ...] = (),
+                 image_size: int = 128) -> None:
+        """`cameras`: robosuite camera names rendered into every observation (e.g. "agentview",
+        "robot0_eye_in_hand"), square at `image_size`; none by default (privileged state only)."""
         _quiet_robosuite()
         with contextlib.redirect_stdout(io.StringIO()):
             from libero.libero.envs import OffScreenRenderEnv
 
-            self._env = OffScreenRenderEnv(bddl_file_name=str(bddl), has_renderer=False,
-                                           has_offscreen_renderer=False, use_camera_obs=False)
+            kw: dict[str, Any] = {"has_offscreen_renderer": False, "use_camera_obs": False}
+            if cameras:
+                kw = {"has_offscreen_renderer": True, "use_camera_obs": True, "camera_names": list(cameras),
+                      "camera_heights": image_size, "camera_widths": image_size}
+            self._env = OffScreenRenderEnv(bddl_file_name=str(bddl), has_renderer=False, **kw)
         self.bddl = Path(bddl)
         self.name = name or self.bddl.stem
         self.obs: dict[str, Any] = {}
