@@ -17,7 +17,7 @@ our own code (no installed file changes):
   `(keys, values)` as its cache when `use_cache`, and with a cache given and `use_cache=False` attends to
   cache + new tokens without storing them (the denoising steps of `sample_actions`); no √width
   normaliser: lerobot scales language embeddings itself, and the joint training path
-  (`compute_layer_complete`) has none — `tests/policy/test_pi05.py` checks that the cached inference path
+  (`compute_layer_complete`) has none — `tests/coda_policy/test_pi05.py` checks that the cached inference path
   and the joint path give the same action-expert output;
 - `PaliGemmaModel.get_image_features` does not divide by √width (openpi's JAX model feeds SigLIP tokens as
   they are; not checked against a released checkpoint here — none can be downloaded);
