@@ -2,7 +2,8 @@
 MuJoCo backend on the closest family scene (pick-place of one object into a container), each without and
 with two cameras rendered at every step.
 
-    python -m sim.libero.bench [--steps 100] [--repeats 3] [--size 128] [--out docs/results/libero/speed.json]
+    python -m experiments.libero_speed [--steps 100] [--repeats 3] [--size 128] \
+        [--out docs/results/libero/speed.json]
 
 CPU seconds (process time) per control step, median over interleaved repeats, so the four variants meet the
 same load; wall time beside it. Resets are not timed (robosuite's rebuilds its model). Both sides step a
@@ -106,7 +107,8 @@ def measure(steps: int, repeats: int, size: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sim.libero.bench", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.libero_speed",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=100, help="control steps per pass (after each reset)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--size", type=int, default=128, help="square camera images")
