@@ -47,7 +47,7 @@ def test_goals_the_expert_cannot_reach_are_reported_not_scored():
     assert res.skipped is not None and "is not (On|In" in res.skipped and res.episodes == 0
 
 
-def test_bddl_round_trip_on_every_original_task():
+def test_bddl_round_trip_on_every_original_task(tmp_path):
     """Every task of the four original suites: our written BDDL parses (LIBERO's parser) to the same
     problem as the file it was read from."""
     from experiments.liberopro import SUITES
@@ -58,17 +58,10 @@ def test_bddl_round_trip_on_every_original_task():
         for t in tasks(suite):
             scene = LiberoScene.from_bddl(t.bddl)
             assert scene.language == t.instruction
-            again = LiberoScene.from_bddl(scene.write(_tmp() / f"{t.name}.bddl"))
+            again = LiberoScene.from_bddl(scene.write(tmp_path / f"{t.name}.bddl"))
             assert again == scene, t.name
             n += 1
     assert n == 40
-
-
-def _tmp():
-    import tempfile
-    from pathlib import Path
-
-    return Path(tempfile.mkdtemp(prefix="coda-bddl-"))
 
 
 @pytest.mark.slow  # a LIBERO build and an expert episode; `sim.libero.validity.check` on any scene
