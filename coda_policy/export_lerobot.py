@@ -22,9 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from coda_policy.dataset import episode_paths
-from coda_policy.pi05.data import proprio
 from sim.builder import SUBSTEPS, TIMESTEP
-from sim.episode import Episode
+from sim.episode import Episode, proprio
 from sim.render import frames_at
 
 FPS = round(1.0 / (TIMESTEP * SUBSTEPS))
@@ -69,18 +68,17 @@ def export(episodes: Sequence[Episode], out: Path, *, cameras: Sequence[str] = (
     step: advantage weight} of episode k (none: NaN). Returns `out`."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-
     if out.exists():
         raise FileExistsError(f"{out} exists; choose a new --out (an export never overwrites a dataset)")
     ds = LeRobotDataset.create(repo_id, FPS, features(cameras, size), root=out, robot_type="panda",
                                use_videos=False)
     for k, ep in enumerate(episodes):
-        w = frame_weights(weights[k] if weights else {}, ep.steps)
-        frames = frames_at(ep, range(ep.steps), cameras, size)
         by_step = {int(t): s for t, s in zip(ep.state_steps, ep.states, strict=True)}
         if len(by_step) < ep.steps:
             raise ValueError(f"episode {ep.scene.scene_id} kept every few states only; the export needs "
                              "every step's state (record_every=1)")
+        w = frame_weights(weights[k] if weights else {}, ep.steps)
+        frames = frames_at(ep, range(ep.steps), cameras, size)
         for t in range(ep.steps):
             frame = {f"observation.images.{c}": frames[t, i] for i, c in enumerate(cameras)}
             frame.update({"observation.state": proprio(by_step[t]).astype(np.float32),

@@ -71,11 +71,6 @@ def named_config(name: str) -> Any:
     return NAMED.get(name)
 
 
-def named_configs() -> list[str]:
-    _load_builtin()
-    return NAMED.names()
-
-
 def make_config(name: str, **overrides: Any) -> Any:
     """A backend's config with field overrides; unknown fields raise with the known ones listed."""
     _load_builtin()

@@ -194,7 +194,7 @@ class ChunkBatch:
         return len(self.start)
 
 
-def _chunk_actions(actions: np.ndarray, t: int, h: int) -> np.ndarray:
+def chunk_actions(actions: np.ndarray, t: int, h: int) -> np.ndarray:
     a = actions[t:t + h]
     if len(a) < h:
         a = np.concatenate([a, np.repeat(a[-1:], h - len(a), axis=0)])
@@ -223,7 +223,7 @@ def shape_episode(ep: Episode, starts: Sequence[int], phis: np.ndarray, rewards:
         g = chunk_return(rewards[t:end], phis[t], phis[end], gamma=gamma, beta=beta, terminal=terminal or cut)
         n = end - t
         rows.append((t, end, n, g, gamma ** n, not (terminal or cut), terminal,
-                     _chunk_actions(ep.actions, t, h)))
+                     chunk_actions(ep.actions, t, h)))
     return rows
 
 

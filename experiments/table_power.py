@@ -19,13 +19,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from experiments.table_stats import TABLE_METHODS
+from experiments.table_stats import TABLE_METHODS, avg_ood
 
 T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # t_{0.975, df}
-
-
-def avg_ood(cell: dict[str, Any]) -> float:
-    return sum(cell["ood"].values()) / len(cell["ood"])
 
 
 def load_cells(folder: Path) -> dict[str, dict[int, dict[str, Any]]]:

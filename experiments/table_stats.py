@@ -15,6 +15,11 @@ from typing import Any
 TABLE_METHODS = ("zero_shot", "sft", "domain_randomization", "uniform", "scalar", "critic_no_memory", "coda")
 
 
+def avg_ood(cell: dict[str, Any]) -> float:
+    """A cell's average out-of-distribution success over its families (%)."""
+    return sum(cell["ood"].values()) / len(cell["ood"])
+
+
 def mean_se(xs: Sequence[float]) -> dict[str, float] | None:
     """`{"mean", "se"}` of `xs` (standard error over them), rounded; None for no values."""
     if not xs:
@@ -68,7 +73,7 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
         cs = sorted(by_method[m], key=lambda c: c["seed"])
         fams = cs[0]["families"]
         entry: dict[str, Any] = {
-            "avg_ood": mean_se([sum(c["ood"].values()) / len(c["ood"]) for c in cs]),
+            "avg_ood": mean_se([avg_ood(c) for c in cs]),
             "in": mean_se([c["in"] for c in cs if c["in"] is not None]) if any(
                 c["in"] is not None for c in cs) else None,
         }

@@ -40,10 +40,14 @@ class Observation:
 Policy = Callable[[Observation], np.ndarray]
 
 
+def proprio(s: WorldState) -> np.ndarray:
+    """The flat proprio vector of a state: ee position (3), rotation's first two columns (6), gripper (1)."""
+    return np.concatenate((s.ee_pos, s.ee_mat[:, :2].T.reshape(-1), [s.gripper]))
+
+
 def make_observation(spec: SceneSpec, s: WorldState, step: int,
                      images: dict[str, np.ndarray] | None = None) -> Observation:
-    proprio = np.concatenate((s.ee_pos, s.ee_mat[:, :2].T.reshape(-1), [s.gripper]))
-    return Observation(spec.instruction, s, proprio, step, images or {})
+    return Observation(spec.instruction, s, proprio(s), step, images or {})
 
 
 class _Frames:

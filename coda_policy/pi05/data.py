@@ -1,6 +1,6 @@
 """Training samples for the π0.5 backend from recorded episodes: at every `stride`-th recorded state of a
 successful episode, the cameras' frames (replayed, `sim.render.frames_at`), the proprio state, the
-instruction and the next `chunk` actions (padded by repeating the last, as `coda_policy.dataset` does)."""
+instruction and the next `chunk` actions (padded by repeating the last, `coda_policy.shaping`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.episode import Episode
+from coda_policy.shaping import chunk_actions
+from sim.episode import Episode, proprio
 from sim.render import frames_at
 
 
@@ -23,10 +24,6 @@ class Samples:
     step: np.ndarray  # (N,) control step of each sample
 
 
-def proprio(s: object) -> np.ndarray:
-    return np.concatenate((s.ee_pos, s.ee_mat[:, :2].T.reshape(-1), [s.gripper]))
-
-
 def samples(episodes: Sequence[Episode], chunk: int, cameras: Sequence[str], size: int, *,
             stride: int = 1, only_success: bool = True) -> Samples:
     ins, states, images, acts, eps, steps = [], [], [], [], [], []
@@ -38,9 +35,7 @@ def samples(episodes: Sequence[Episode], chunk: int, cameras: Sequence[str], siz
             continue
         images.append(frames_at(ep, [t for _, t in picks], cameras, size))
         for i, t in picks:
-            a = ep.actions[t: t + chunk]
-            if len(a) < chunk:
-                a = np.concatenate([a, np.repeat(a[-1:], chunk - len(a), axis=0)])
+            a = chunk_actions(ep.actions, t, chunk)
             ins.append(ep.scene.instruction)
             states.append(proprio(ep.states[i]))
             acts.append(a)

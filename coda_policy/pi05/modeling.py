@@ -1,9 +1,9 @@
 """`Pi05Policy`: lerobot's PI05 behind the verbs every backend speaks (`coda_policy.registry`).
 
-Data it speaks (`features` / `observation_features` build it; `collate` stacks it):
+Data it speaks (`features` / `observation_features` build it):
 - "images" (B, n_cameras, 3, S, S) uint8 — the config's cameras at image_size, rendered by the episode
   runner (`sim.episode.run_episode` asks a policy for its `cameras`) or by replaying recorded episodes
-  (`sim.replay.replay_frames`);
+  (`sim.render.frames_at`);
 - "tokens", "token_mask" (B, L) — π0.5's prompt `Task: <instruction>, State: <256-bin state>;\nAction: `
   (as lerobot's Pi05PrepareStateTokenizerProcessorStep writes it; the state normalised first);
 - "actions" (B, h, 7) raw environment actions, normalised inside.
@@ -28,10 +28,10 @@ from torch import Tensor, nn
 
 from coda_policy.configuration_pi05 import Pi05Config
 from coda_policy.dataset import ChunkData
-from coda_policy.pi05.data import proprio, samples
+from coda_policy.pi05.data import samples
 from coda_policy.pi05.gemma_adarms import install
 from coda_policy.registry import save_checkpoint
-from sim.episode import Episode
+from sim.episode import Episode, proprio
 from sim.render import frames_at
 
 install()
@@ -96,7 +96,6 @@ class Pi05Policy(nn.Module):
 
     def __init__(self, config: Pi05Config, stats: QuantileStats | None = None) -> None:
         super().__init__()
-        install()
         from lerobot.configs.types import FeatureType, PolicyFeature
         from lerobot.policies.pi05.configuration_pi05 import PI05Config
         from lerobot.policies.pi05.modeling_pi05 import PI05Policy

@@ -4,7 +4,7 @@
 (gemma_2b + gemma_300m + SigLIP-So400m at 224 px, ~3.3 B parameters, the shapes of released π0.5
 checkpoints); "tiny" keeps every line of lerobot's PI05 model (prefix/suffix attention, adaRMS time
 conditioning, flow matching, the KV-cached sampler) with two layers of width 64 / 32, a one-layer SigLIP on
-32-px images and a vocabulary the size of the byte tokenizer below (~0.3 M parameters): it proves the
+32-px images and a vocabulary the size of the byte tokenizer below (~0.15 M parameters): it proves the
 plumbing (shapes, weighted losses, save/load) and nothing about π0.5's skill. lerobot's PI05 concatenates
 8 attention heads in its joint layer, so the tiny widths keep 8 heads (of size 8).
 
