@@ -54,12 +54,19 @@ class MethodConfig:
     bootstrap_sft: bool = True
     # rewrite a failing program with the writer agent (False: retry the same program with new seeds)
     writer: bool = False
+    # diagnosis-driven generators (critic, memory) keep an arm on the seed distribution each round; off,
+    # the whole budget goes to modes and exploration variants, as `uniform` spends all of its on variants
+    # (the seed distribution's demonstrations are still replayed, `LearnConfig.replay`; FINDINGS #22)
+    seed_arm: bool = True
 
     def __post_init__(self) -> None:
         if self.memory and not self.diagnose:
             raise ValueError("memory stores validated diagnoses: it needs diagnose=True")
         if self.generator in ("critic", "memory") and not self.diagnose:
             raise ValueError(f"generator {self.generator!r} is driven by diagnoses: it needs diagnose=True")
+        if not self.seed_arm and self.generator not in ("critic", "memory"):
+            raise ValueError(f"seed_arm=False is an option of the diagnosis-driven generators (critic, "
+                             f"memory), not of {self.generator!r}")
 
 
 METHODS: Registry[MethodConfig] = Registry("method")
@@ -76,6 +83,8 @@ METHODS.register("coda_sparse", dataclasses.replace(_CODA, shaping="sparse"))
 METHODS.register("coda_task_potential", dataclasses.replace(_CODA, shaping="task_potential"))
 METHODS.register("coda_dense_reward", dataclasses.replace(_CODA, shaping="dense_reward"))
 METHODS.register("coda_no_refine", dataclasses.replace(_CODA, refine=False))
+# CoDA whose budget never returns to the seed distribution (FINDINGS #22): a Table 1 row beside `coda`.
+METHODS.register("coda_no_seed_arm", dataclasses.replace(_CODA, seed_arm=False))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -114,3 +114,28 @@ def test_memory_composes_modes_from_two_families_into_one_program(tmp_path: Path
         assert template_made(mixes[0]["mode_id"])
         assert mode_budget_share({"memory_per_round": {"1": {"arms": [
             f"{s['mode_id']}|pick_place×{s['n']}" for s in final["slots"]]}}}) > 0
+
+
+@pytest.mark.parametrize("method", ["coda", "coda_no_seed_arm"])
+def test_without_the_seed_arm_the_budget_goes_to_modes_and_exploration(tmp_path: Path, method: str):
+    """`MethodConfig.seed_arm` off: no slot on the seed distribution, and the family's whole budget is spent
+    on its stored mode and exploration variants (the equal-budget rule still holds)."""
+    cfg = config(method, families=("pick_place",), max_arms=3, budget=3)
+    with open_deps(cfg, tmp_path / "run", trainer=FakeTrainer(-1.0), agents=ScriptedAgents()) as deps:
+        yaw = _stored_mode(deps, "pick_place", "obj_yaw", (-1.5, -1.05), "low")
+        final = run_graph(deps)
+        n = {s["mode_id"]: s["n"] for s in final["slots"]}
+        assert sum(n.values()) == 3 and yaw.id in n and len(n) == 3
+        variants = [m for m in n if m.startswith("var_")]
+        if method == "coda":
+            assert "seed" in n and len(variants) == 1
+        else:
+            assert "seed" not in n and len(variants) == 2
+
+
+def test_the_seed_arm_option_belongs_to_the_diagnosis_driven_generators():
+    from agents.config import MethodConfig
+
+    with pytest.raises(ValueError, match="seed_arm=False"):
+        MethodConfig(generator="uniform", update="sft", seed_arm=False)
+    assert not MethodConfig(generator="critic", diagnose=True, seed_arm=False).seed_arm

@@ -8,7 +8,8 @@ Every method gives each family exactly `budget` training scenes (DESIGN §6); wh
 - critic: the previous round's validated diagnoses, nothing older; memory (CoDA): difficulty modes from
   memory (including other families' modes on a factor this family has) led by their composite (every
   mode's edits in one program, `RunConfig.compose`), budget by learning progress.
-Diagnosis-driven methods (critic, memory) fill the arms they have no mode for with exploration variants
+Diagnosis-driven methods (critic, memory) keep an arm on the seed distribution (unless
+`MethodConfig.seed_arm` is off) and fill the arms they have no mode for with exploration variants
 (random variants, as `uniform` draws them): failures there are what the critic diagnoses, so
 a policy that solves its training distribution still meets its next difficulty.
 """
@@ -55,6 +56,12 @@ def split_budget(total: int, weights: Mapping[str, float]) -> dict[str, int]:
 def _seed_arm(deps: Deps, family: str) -> ArmPrograms:
     gen, train = seed_programs(deps, family)
     return {"mode_id": "seed", "program": gen, "train_program": train, "template": ""}
+
+
+def _base_arms(deps: Deps, family: str) -> list[ArmPrograms]:
+    """What a diagnosis-driven family's arms start from: the seed arm, or nothing with
+    `MethodConfig.seed_arm` off (modes and exploration variants then take the whole budget)."""
+    return [_seed_arm(deps, family)] if deps.config.method_config.seed_arm else []
 
 
 def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -> list[ArmPrograms]:
@@ -106,9 +113,9 @@ def _known_arm(state: RoundState, key: str) -> ArmPrograms:
 
 
 def _critic_arms(deps: Deps, state: RoundState, family: str, round_no: int) -> list[ArmPrograms]:
-    """Seed + the modes validated in the last round for this family (their programs if compiled), then
-    exploration variants in the arms left."""
-    arms = [_seed_arm(deps, family)]
+    """The base arms (`_base_arms`), the modes validated in the last round for this family (their programs
+    if compiled), then exploration variants in the arms left."""
+    arms = _base_arms(deps, family)
     for key in state.get("modes", []):
         mode, fam = key.split("|")
         if fam != family or len(arms) >= deps.config.max_arms:
@@ -182,7 +189,7 @@ def _memory_arms(deps: Deps, family: str, round_no: int) -> tuple[list[ArmProgra
         if entries:
             parts.append((mode, entries[0], arm))
     rank = {m: i for i, m in enumerate(sorted(modes, key=lambda m: (-scores[m], m)))}  # strongest first
-    arms = [_seed_arm(deps, family)]
+    arms = _base_arms(deps, family)
     if cfg.compose:  # the composite keeps the stronger mode's edit where two edit one factor
         mix = _composite_arm(deps, family, base, sorted(parts, key=lambda p: rank[p[0]]), round_no)
         if mix is not None:
