@@ -5,8 +5,8 @@ fixtures, objects, initial placements, goal and instruction. `from_bddl` reads a
 one that LIBERO parses to the same problem (`tests/sim/test_libero.py` checks the round trip on every task
 of the four suites' original files), and the edits a generation program makes return new scenes:
 
-- `moved(region, dx, dy)` shifts a placement rectangle on the table (LIBERO-Pro's position perturbation
-  moves where objects start);
+- `moved(region, dx, dy)` shifts a placement rectangle on the table, `swapped(a, b)` exchanges two
+  objects' starting regions (LIBERO-Pro's position perturbation moves where objects start);
 - `reworded(text)` gives the instruction other words (the instruction perturbation);
 - `replaced(name, category)` swaps an object for another of LIBERO's object categories (the object one).
 
@@ -140,6 +140,21 @@ class LiberoScene:
         regions = tuple(dataclasses.replace(x, ranges=shifted) if x == r else x for x in self.regions)
         return dataclasses.replace(self, regions=regions,
                                    edits=(*self.edits, f"moved {r.full_name} by ({dx:+.3f}, {dy:+.3f}) m"))
+
+    def swapped(self, a: str, b: str) -> LiberoScene:
+        """`a` starts in `b`'s region and `b` in `a`'s (the kind of position change LIBERO-Pro's `_swap`
+        suites make)."""
+        ra, rb = self.start_region(a).full_name, self.start_region(b).full_name
+        if ra == rb:
+            raise ValueError(f"{a} and {b} start in the same region {ra}: nothing to swap")
+
+        def atom(x: tuple[str, ...]) -> tuple[str, ...]:
+            if x[0] == "on" and x[1] == a:
+                return ("on", a, rb)
+            return ("on", b, ra) if x[0] == "on" and x[1] == b else x
+
+        return dataclasses.replace(self, init=tuple(atom(x) for x in self.init),
+                                   edits=(*self.edits, f"swapped {a} ({ra}) and {b} ({rb})"))
 
     def reworded(self, text: str) -> LiberoScene:
         if not text.strip() or "(" in text or ")" in text:

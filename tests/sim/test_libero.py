@@ -88,3 +88,18 @@ def test_a_written_scene_with_a_moved_start_builds_and_the_expert_solves_it():
         base.reworded("pick (it)")
     with pytest.raises(KeyError, match="no object category"):
         base.replaced("plate_1", "spaceship")
+
+
+def test_a_swap_edit_makes_the_libero_pro_position_scene():
+    """`swapped` exchanges two objects' starts: on libero_object's first task, the object of interest
+    swapped with the butter gives exactly the init of LIBERO-Pro's `_swap` file for that task."""
+    from sim.libero.scene import LiberoScene
+
+    orig, pro = tasks("libero_object")[0], tasks("libero_object", "position")[0]
+    base = LiberoScene.from_bddl(orig.bddl)
+    scene = base.swapped("alphabet_soup_1", "butter_1")
+    assert sorted(scene.init) == sorted(LiberoScene.from_bddl(pro.bddl).init) != sorted(base.init)
+    assert scene.edits == ("swapped alphabet_soup_1 (floor_target_object_region) and butter_1 "
+                           "(floor_other_object_region_4)",)
+    with pytest.raises(ValueError, match="same region"):
+        base.swapped("butter_1", "butter_1")
