@@ -212,7 +212,7 @@ class WriterConfig:
     # token budgets: an edit spec, a new source, a subgoal list
     max_tokens_edit: int = 400
     max_tokens_source: int = 4000
-    max_tokens_subgoals: int = 800
+    max_tokens_subgoals: int = 1000
 
     def __post_init__(self) -> None:
         if not 0.0 < self.band <= 1.0 or self.retries < 0:

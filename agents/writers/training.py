@@ -123,6 +123,9 @@ def training_variables(base: TrainingProgram, diagnosis: Diagnosis) -> dict[str,
     }
 
 
+MAX_SUBGOALS = 7  # `writer_training.j2` asks for 3 to 7 (a test holds the two together)
+
+
 class SubgoalOut(BaseModel):
     """One stage proposed by the LLM writer."""
 
@@ -132,9 +135,12 @@ class SubgoalOut(BaseModel):
 
 
 class SubgoalsOut(BaseModel):
-    """The LLM writer's training program: ordered stages; the last is the task's success test."""
+    """The LLM writer's training program: ordered stages; the last is the task's success test. At most
+    `MAX_SUBGOALS`, the number the prompt asks for: with 8 allowed (one more than asked) the 1.5B model
+    repeated its five stages towards the schema's bound and ran out of its 800-token budget (FINDINGS #15).
+    Seven stages of ~110 tokens fit the budget (`WriterConfig.max_tokens_subgoals`)."""
 
-    subgoals: list[SubgoalOut] = Field(min_length=2, max_length=8)
+    subgoals: list[SubgoalOut] = Field(min_length=2, max_length=MAX_SUBGOALS)
 
 
 # ---- training programs -----------------------------------------------------------------------------------

@@ -297,3 +297,19 @@ def test_a_refined_training_program_has_its_draft_on_disk(tmp_path) -> None:
     saved = load_program(tmp_path / info["draft"])
     assert saved.id == tp.parent_id and saved.subgoals[0].name == "lift"
     assert saved.mode_id == "obj_x_approach_low" and tp.diagnosis == saved.diagnosis
+
+
+def test_the_training_schema_allows_as_many_subgoals_as_the_prompt_asks_for():
+    """FINDINGS #15: a bound above the prompt's let the 1.5B model repeat stages until its budget ran out."""
+    from pathlib import Path
+
+    from agents.writers.training import MAX_SUBGOALS, SubgoalsOut
+
+    prompt = (Path(__file__).resolve().parents[2] / "agents" / "prompts" / "writer_training.j2").read_text()
+    assert f"Write 3 to {MAX_SUBGOALS} subgoals" in prompt
+    assert SubgoalsOut.model_json_schema()["properties"]["subgoals"]["maxItems"] == MAX_SUBGOALS
+    too_many = {"subgoals": [stage(f"s{i}", "on(object, target)") for i in range(MAX_SUBGOALS + 1)]}
+    llm, _ = queued_llm(too_many)
+    with pytest.raises(LLMOutputError) as info:
+        write_training_program(dx(), TRAIN, llm)
+    assert info.value.problem == "schema"
