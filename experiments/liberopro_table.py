@@ -1,0 +1,133 @@
+"""`docs/results/liberopro.md` (+ `.json`): our policy on LIBERO-Pro under the protocol, from the committed
+evaluation files, beside the numbers the CoDA paper reports (theirs, labelled as such).
+
+    python -m experiments.liberopro_table    # reads docs/results/libero/, writes docs/results/liberopro.*
+
+Each row names the files it comes from: `python -m experiments.liberopro ... --out FILE` evaluations, and
+`python -m experiments.libero_coda` records (copied under `docs/results/libero/` when a round finishes; their
+`evaluation` holds one entry per perturbation). A cell with no file is "–": not measured, never 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+PERTURBS = ("none", "position", "instruction", "task")
+SUFFIX = {"_swap": "position", "_lan": "instruction", "_task": "task", "_object": "object"}
+
+# (row label, what it is, files under docs/results/libero/ in the order they are read; later files add
+# perturbations, never overwrite one)
+ROWS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("scripted expert", "privileged state, no learning (`--policy expert`)", ("expert_libero_object.json",)),
+    ("SFT, plain demonstrations", "185 expert demonstrations, 1,500 steps (FINDINGS #21)",
+     ("sft_plain20_libero_object.json",)),
+    ("SFT, DART demonstrations (the seed policy)",
+     "107 noisy-execution expert demonstrations (FINDINGS #21)",
+     ("sft_dart_libero_object.json", "sft_dart_libero_object_position.json",
+      "sft_dart_libero_object_instruction.json", "sft_dart_libero_object_task.json")),
+    ("seed policy + 1 CoDA round", "`experiments.libero_coda` (FINDINGS #23)",
+     ("coda_round1_libero_object.json",)),
+    ("seed policy + 1 round on the tasks' own scenes", "the control: the same demonstration budget, no "
+     "generated scene (`--arm original`)", ("original_round1_libero_object.json",)),
+)
+
+# The CoDA paper's Table 2 (project page), libero_object and overall: π0.5-based vision policies trained on
+# their data, and ASPIRE (code-as-policy). Success as a fraction; "task" is the paper's "Task" column.
+PAPER = (
+    ("π0.5", {"object": {"position": 0.17, "task": 0.01}, "overall": {"position": 0.25, "task": 0.01}}),
+    ("ASPIRE (code-as-policy)", {"object": {"position": 0.98, "task": 0.95},
+                                 "overall": {"position": 0.77, "task": 0.67}}),
+    ("CoDA (π0.5), 5 rounds", {"object": {"position": 0.90, "task": 0.86},
+                               "overall": {"position": 0.82, "task": 0.72}}),
+    ("CoDA (π0.5), 15 rounds", {"object": {"position": 0.91, "task": 0.88},
+                                "overall": {"position": 0.84, "task": 0.76}}),
+)
+
+
+def perturb_of(suite: str, base: str = "libero_object") -> str:
+    """`libero_object_swap` → position (the suffix after the original suite's own name)."""
+    if not suite.startswith(base):
+        raise ValueError(f"an evaluation of {suite!r} in a row of {base!r}")
+    rest = suite[len(base):]
+    if rest and rest not in SUFFIX:
+        raise ValueError(f"{suite!r}: unknown perturbation suffix {rest!r}")
+    return SUFFIX.get(rest, "none")
+
+
+def cells(path: Path) -> dict[str, dict[str, Any]]:
+    """perturbation → {successes, episodes, wall_s} from one evaluation file or one round's record."""
+    d = json.loads(path.read_text())
+    if "evaluation" in d:
+        return {p: {"successes": e["successes"], "episodes": e["episodes"], "wall_s": e.get("wall_s")}
+                for p, e in d["evaluation"].items()}
+    return {perturb_of(d["suite"]): {"successes": d["successes"], "episodes": d["episodes"],
+                                     "wall_s": d.get("wall_s")}}
+
+
+def build(libero: Path) -> dict[str, Any]:
+    rows = []
+    for label, what, files in ROWS:
+        got: dict[str, Any] = {}
+        sources = []
+        for name in files:
+            path = libero / name
+            if not path.is_file():
+                continue
+            sources.append(name)
+            for p, c in cells(path).items():
+                got.setdefault(p, c)
+        rows.append({"row": label, "what": what, "suite": "libero_object", "sources": sources, "cells": got})
+    return {"ours": rows, "paper": [{"row": r, "success": s} for r, s in PAPER]}
+
+
+def _pct(c: dict[str, Any] | None) -> str:
+    if not c or not c["episodes"]:
+        return "–"
+    return f"{100 * c['successes'] / c['episodes']:.0f} % ({c['successes']}/{c['episodes']})"
+
+
+def markdown(table: dict[str, Any], command: str) -> str:
+    lines = ["## Ours: libero_object, object-token policy on privileged state (CPU)", "",
+             "| policy | original | position | instruction | task | what |", "|---|---|---|---|---|---|"]
+    for r in table["ours"]:
+        c = r["cells"]
+        lines.append(f"| {r['row']} | " + " | ".join(_pct(c.get(p)) for p in PERTURBS) + f" | {r['what']} |")
+    lines += ["", "Protocol: `python -m experiments.liberopro` — 5 episodes per task from init states 0–4 of "
+              "each (perturbed) suite's own file, the instruction read from its BDDL, 280 steps; position = "
+              "`libero_object_swap`, instruction = `libero_object_lan`, task = `libero_object_task`. "
+              "Wall time per evaluation is in each source file.", "",
+              "## Reported in the CoDA paper (theirs, not measured here)", "",
+              "Table 2 of the paper: vision-language-action policies (π0.5) trained on their data and GPUs, "
+              "and ASPIRE, a code-as-policy method. Ours reads privileged simulator state as object tokens, "
+              "so the rows are not comparable as methods — they say where the benchmark's numbers sit.", "",
+              "| method | object: position | object: task | overall: position | overall: task |",
+              "|---|---|---|---|---|"]
+    for r in table["paper"]:
+        s = r["success"]
+        vals = [s["object"]["position"], s["object"]["task"], s["overall"]["position"], s["overall"]["task"]]
+        lines.append(f"| {r['row']} | " + " | ".join(f"{100 * v:.0f} %" for v in vals) + " |")
+    lines += ["", f"Written by `{command}` from the files under `docs/results/libero/` each row names."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro_table",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    a = ap.parse_args(argv)
+    if not (a.results / "libero").is_dir():
+        ap.error(f"--results {a.results}: no libero/ folder of evaluations in it")
+    table = build(a.results / "libero")
+    (a.results / "liberopro.json").write_text(json.dumps(table, indent=1) + "\n")
+    (a.results / "liberopro.md").write_text(markdown(table, "python -m experiments.liberopro_table"))
+    print((a.results / "liberopro.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
