@@ -1,6 +1,7 @@
-"""How large a difference Table 1 can resolve: each method against CoDA, paired by seed.
+"""How large a difference Table 1 can resolve: each method against CoDA (or `--base`), paired by seed.
 
-    python -m experiments.table_power [--preset default] [--margin 5] [--out docs/results/table1_power.md]
+    python -m experiments.table_power [--margin 5] [--out docs/results/table1_power.md]
+    python -m experiments.table_power --base coda_no_seed_arm     # a variant against every other row
 
 The cells of one seed share the bootstrap policy and the frozen suites, so the per-seed difference
 CoDA − method removes the bootstrap's share of the variance. For each method: the mean paired difference in
@@ -50,8 +51,9 @@ def paired(cells: dict[str, dict[int, dict[str, Any]]], method: str, base: str =
             "binomial_se": round(100 * math.sqrt(p * (1 - p) / (4 * per_split)), 2)}
 
 
-def markdown(rows: list[dict[str, Any]], margin: float, cmd: str) -> str:
-    out = ["| CoDA − method | per-seed differences (pp) | mean ± SE | 95 % t interval | seeds to detect "
+def markdown(rows: list[dict[str, Any]], margin: float, cmd: str, base: str = "coda") -> str:
+    name = "CoDA" if base == "coda" else f"`{base}`"
+    out = [f"| {name} − method | per-seed differences (pp) | mean ± SE | 95 % t interval | seeds to detect "
            f"{margin:g} pp (80 % power) | binomial SE of one cell's avg OOD |",
            "|---|---|---|---|---|---|"]
     for r in rows:
@@ -66,15 +68,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cells", type=Path, default=Path("docs/results/table1"), help="the table's cell files")
     ap.add_argument("--margin", type=float, default=5.0, help="the difference to detect, pp")
     ap.add_argument("--per-split", type=int, default=10, help="scenes per family in each frozen split")
+    ap.add_argument("--base", default="coda", help="the row every other row is paired against")
     ap.add_argument("--out", type=Path, help="write the Markdown table here")
     a = ap.parse_args(argv)
     cells = load_cells(a.cells)
-    if "coda" not in cells:
-        ap.error(f"no coda cells under {a.cells}")
-    rows = [r for m in TABLE_METHODS if m != "coda"
-            if (r := paired(cells, m, margin=a.margin, per_split=a.per_split)) is not None]
-    cmd = "python -m experiments.table_power" + (f" --out {a.out}" if a.out else "")
-    text = markdown(rows, a.margin, cmd)
+    if a.base not in cells:
+        ap.error(f"no {a.base} cells under {a.cells}")
+    others = [m for m in TABLE_METHODS if m in cells] + sorted(set(cells) - set(TABLE_METHODS))
+    rows = [r for m in others if m != a.base
+            if (r := paired(cells, m, base=a.base, margin=a.margin, per_split=a.per_split)) is not None]
+    cmd = ("python -m experiments.table_power" + (f" --base {a.base}" if a.base != "coda" else "")
+           + (f" --out {a.out}" if a.out else ""))
+    text = markdown(rows, a.margin, cmd, a.base)
     print(text)
     if a.out:
         a.out.write_text(text)

@@ -41,3 +41,16 @@ def test_a_table_whose_rows_average_different_seeds_says_so():
     assert uneven_seeds({"methods": {"sft": {"seeds": [0, 1, 2]}, "coda": {"seeds": [0, 1, 2]}}}) == []
     (line,) = uneven_seeds({"methods": {"sft": {"seeds": [0, 1, 2]}, "coda": {"seeds": [0, 1, 2, 3]}}})
     assert "coda [0, 1, 2, 3]" in line and "table_power" in line
+
+
+def test_another_base_row_is_paired_against_every_other_row(tmp_path, capsys):
+    for seed, (c, v, s) in enumerate([(20.0, 25.0, 10.0), (15.0, 15.0, 10.0)]):
+        _cell(tmp_path, "coda", seed, c)
+        _cell(tmp_path, "coda_no_seed_arm", seed, v)
+        _cell(tmp_path, "scalar", seed, s)
+    assert main(["--cells", str(tmp_path), "--base", "coda_no_seed_arm"]) == 0
+    out = capsys.readouterr().out
+    assert "| `coda_no_seed_arm` − method |" in out
+    assert "| scalar | +15.0, +5.0 |" in out and "| coda | +5.0, +0.0 |" in out
+    main(["--cells", str(tmp_path)])  # CoDA's table now lists the variant as a row too
+    assert "| coda_no_seed_arm | -5.0, +0.0 |" in capsys.readouterr().out
