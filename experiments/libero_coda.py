@@ -27,7 +27,8 @@ each step is the loop's step done on LIBERO scenes (`sim.libero.scene.LiberoScen
 6. **train**: per task `--demos` DART demonstrations (the expert's labels, noisy execution, `--noise`):
    `--keep` of them on the task's own scene (against forgetting), the rest spread over the task's mode
    scenes — or over random generated scenes when no mode reaches it (the loop's exploration variants);
-   then a fine-tune of the starting policy on them.
+   then a fine-tune of the starting policy on them and, with `--replay`, on its own demonstrations again
+   (as the loop replays earlier rounds' demonstrations).
 7. **evaluate** under the protocol (`experiments.liberopro`): original, position and instruction suites.
 
 Every stage writes its result under `--out` and is skipped when that file exists, so a killed run resumes.
@@ -288,6 +289,7 @@ def fine_tune(start: Path, episodes: list[dict[str, Any]], steps: int, out: Path
 
 # ---- the round --------------------------------------------------------------------------------------------
 def run(a: argparse.Namespace, log: Any = print) -> dict[str, Any]:
+    from experiments.libero_sft import load_demos
     from experiments.liberopro import evaluate, summary
 
     out: Path = a.out
@@ -295,7 +297,8 @@ def run(a: argparse.Namespace, log: Any = print) -> dict[str, Any]:
     ls = layouts(a.suite)[: a.tasks]
     record_path = out / "record.json"
     rec: dict[str, Any] = json.loads(record_path.read_text()) if record_path.exists() else {}
-    rec.update({"suite": a.suite, "arm": a.arm, "policy": str(a.policy), "demos": a.demos, "keep": a.keep,
+    rec.update({"suite": a.suite, "arm": a.arm, "policy": str(a.policy), "replay": str(a.replay or ""),
+                "demos": a.demos, "keep": a.keep,
                 "noise": a.noise, "steps": a.steps, "probe_scenes": a.probe, "verify_n": a.verify_n,
                 "seed": a.seed,
                 "held_out": {lay.task: lay.held_out for lay in ls}})
@@ -336,8 +339,11 @@ def run(a: argparse.Namespace, log: Any = print) -> dict[str, Any]:
     if not (out / "policy.pt").exists():
         with open(demo_file, "rb") as f:
             episodes = pickle.load(f)
-        log(f"train: {len(episodes)} demonstrations, {a.steps} steps from {a.policy}")
-        rec["train"] = fine_tune(a.policy, episodes, a.steps, out)
+        replayed = load_demos(a.replay) if a.replay else []
+        log(f"train: {len(episodes)} new + {len(replayed)} replayed demonstrations, {a.steps} steps from "
+            f"{a.policy}")
+        rec["train"] = {**fine_tune(a.policy, episodes + replayed, a.steps, out), "new": len(episodes),
+                        "replayed": len(replayed)}
         save()
     rec.setdefault("evaluation", {})
     for perturb in a.perturb:
@@ -363,6 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arm", choices=("coda", "original"), default="coda",
                     help="coda: the round's modes decide where demonstrations go; original: the same budget "
                          "on the tasks' own scenes (the control)")
+    ap.add_argument("--replay", type=Path, help="the starting policy's own demonstrations (its OUT/demos.pkl "
+                    "from experiments.libero_sft), trained on again beside the round's: without them a "
+                    "round's fine-tune forgets (FINDINGS #23)")
     ap.add_argument("--tasks", type=int, help="the suite's first N tasks (default all)")
     ap.add_argument("--probe", type=int, default=2, help="generated scenes rolled out per task")
     ap.add_argument("--verify-n", type=int, default=8, help="episodes per verification batch")
@@ -381,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     bad = [p for p in a.perturb if p not in PERTURB]
     if bad:
         ap.error(f"--perturb {','.join(bad)}: one of {', '.join(PERTURB)}")
+    if a.replay is not None and not a.replay.is_file():
+        ap.error(f"--replay {a.replay}: no such file (experiments.libero_sft writes OUT/demos.pkl)")
     if not a.policy.is_file():
         ap.error(f"--policy {a.policy}: no such file (train one: python -m experiments.libero_sft ...)")
     if min(a.probe, a.demos, a.steps, a.episodes, a.workers) < 1 or a.verify_n < 4 or not 0 <= a.keep <= 1:

@@ -30,9 +30,11 @@ import numpy as np
 
 
 def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_state: int, seed: int,
-            log: Any = print, noise: float = 0.0) -> list[dict[str, Any]]:
+            log: Any = print, noise: float = 0.0, only: str | None = None) -> list[dict[str, Any]]:
     """Successful expert episodes: per step, the features and the expert's action (executed with
-    N(0, noise²) added to the arm dimensions when `noise` > 0)."""
+    N(0, noise²) added to the arm dimensions when `noise` > 0). `only`: that one task of the first
+    `n_tasks` (a worker's share; every episode is seeded by its task's init-state index, so the split
+    changes nothing)."""
     from coda_policy.libero_features import categories, featurize_libero
     from common.text import default_embedder
     from experiments.liberopro import init_states, tasks
@@ -42,6 +44,8 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
     emb = default_embedder()
     episodes: list[dict[str, Any]] = []
     for task in tasks(suite, perturb)[:n_tasks]:
+        if only is not None and task.name != only:
+            continue
         if not task.usable:
             log(f"{task.name}: no init states, skipped")
             continue
@@ -75,6 +79,47 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
             env.close()
         log(f"{task.name}: {kept}/{min(per_task, len(states) - first_state)} demonstrations kept")
     return episodes
+
+
+def _collect_task(args: tuple[Any, ...]) -> list[dict[str, Any]]:
+    suite, perturb, n_tasks, per_task, first_state, seed, noise, only = args
+    return collect(suite, perturb, n_tasks, per_task, first_state, seed, log=print, noise=noise, only=only)
+
+
+def collect_parallel(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_state: int,
+                     seed: int, noise: float, workers: int, log: Any = print) -> list[dict[str, Any]]:
+    """`collect`, one task per job on `workers` spawned processes (the same episodes, in task order)."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from experiments.liberopro import tasks
+
+    if workers <= 1:
+        return collect(suite, perturb, n_tasks, per_task, first_state, seed, log=log, noise=noise)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    jobs = [(suite, perturb, n_tasks, per_task, first_state, seed, noise, t.name)
+            for t in tasks(suite, perturb)[:n_tasks]]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+        return [e for batch in ex.map(_collect_task, jobs) for e in batch]
+
+
+def save_demos(episodes: list[dict[str, Any]], path: Path) -> Path:
+    """The demonstrations a policy was trained on, for later rounds to replay (`experiments.libero_coda
+    --replay`)."""
+    import pickle
+
+    with open(path, "wb") as f:
+        pickle.dump(episodes, f)
+    return path
+
+
+def load_demos(path: Path) -> list[dict[str, Any]]:
+    import pickle
+
+    with open(path, "rb") as f:
+        return pickle.load(f)
 
 
 def chunks(episodes: list[dict[str, Any]], chunk: int) -> dict[str, Any]:
@@ -174,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="DART-style demonstrations: σ of the Gaussian noise added to the executed arm "
                          "actions (labels stay the expert's); 0 = plain demonstrations")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="processes collecting demonstrations (one task each)")
+    ap.add_argument("--collect-only", action="store_true",
+                    help="collect the demonstrations into OUT/demos.pkl and stop (no training)")
     ap.add_argument("--out", type=Path, default=Path("runs/libero_sft"))
     ap.add_argument("--inspect", type=Path, metavar="CHECKPOINT",
                     help="instead of training: where this policy parts from the expert on one start")
@@ -186,18 +235,25 @@ def main(argv: list[str] | None = None) -> int:
         res = inspect(a.inspect, a.suite, a.task, a.state, log=lambda m: print(m, flush=True))
         print(json.dumps({"success": res["success"]}))
         return 0
-    if min(a.demos_per_task, a.steps) < 1 or a.first_state < 0 or (a.tasks is not None and a.tasks < 1):
-        ap.error("--demos-per-task, --steps and --tasks must be >= 1 and --first-state >= 0")
+    if (min(a.demos_per_task, a.steps, a.workers) < 1 or a.first_state < 0
+            or (a.tasks is not None and a.tasks < 1)):
+        ap.error("--demos-per-task, --steps, --workers and --tasks must be >= 1 and --first-state >= 0")
     if not 0.0 <= a.noise <= 1.0:
         ap.error("--noise must be in [0, 1] (actions are in [-1, 1])")
     a.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    episodes = collect(a.suite, a.perturb, a.tasks, a.demos_per_task, a.first_state, a.seed,
-                       log=lambda m: print(m, flush=True), noise=a.noise)
+    episodes = collect_parallel(a.suite, a.perturb, a.tasks, a.demos_per_task, a.first_state, a.seed,
+                                a.noise, a.workers, log=lambda m: print(m, flush=True))
     if not episodes:
         print("error: the expert solved no demonstration; nothing to train on", file=sys.stderr)
         return 1
+    save_demos(episodes, a.out / "demos.pkl")
     t1 = time.perf_counter()
+    if a.collect_only:
+        print(json.dumps({"demos": len(episodes), "steps_per_demo": float(np.mean([len(e["actions"])
+                                                                                    for e in episodes])),
+                          "collect_s": round(t1 - t0, 1), "file": str(a.out / "demos.pkl")}))
+        return 0
     path, speed = train(episodes, a.steps, a.seed, a.out)
     summary = {"suite": a.suite, "perturb": a.perturb, "demos": len(episodes),
                "steps_per_demo": float(np.mean([len(e["actions"]) for e in episodes])),
