@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import sys
 import tempfile
 import time
@@ -138,8 +137,9 @@ def policy_episodes(layout: Layout, partner: str | None, policy: str,
 def expert_demos(layout: Layout, partner: str | None, seeds: list[int], noise: float) -> list[dict[str, Any]]:
     """DART demonstrations (`experiments.libero_sft.collect`'s recipe) from sampled starts of one scene;
     only the successful ones."""
-    from coda_policy.libero_features import categories, featurize_libero
+    from coda_policy.libero_features import categories
     from common.text import default_embedder
+    from experiments.libero_sft import dart_episode
     from sim.libero.expert import PickPlaceExpert
 
     emb = default_embedder()
@@ -150,16 +150,8 @@ def expert_demos(layout: Layout, partner: str | None, seeds: list[int], noise: f
             cats = categories(env)
             for s in seeds:
                 env.reset(seed=s)
-                expert = PickPlaceExpert(env)
-                rng = np.random.default_rng([s, 17])
-                feats, acts = [], []
-                while env.steps < layout.max_steps and not env.success():
-                    feats.append(featurize_libero(env, layout.instruction, emb, cats))
-                    a = expert.act()
-                    acts.append(a)
-                    executed = np.array(a, float)
-                    executed[:6] = np.clip(executed[:6] + rng.normal(0.0, noise, 6), -1.0, 1.0)
-                    env.step(executed)
+                feats, acts = dart_episode(env, PickPlaceExpert(env), layout.instruction, layout.max_steps,
+                                           noise, np.random.default_rng([s, 17]), emb, cats)
                 if env.success():
                     out.append({"task": layout.task, "partner": partner, "seed": s, "features": feats,
                                 "actions": np.asarray(acts, np.float32)})
@@ -214,20 +206,13 @@ def _star(job: tuple[Any, ...]) -> Any:
 
 
 def run_jobs(jobs: list[tuple[Any, ...]], workers: int, log: Any) -> list[Any]:
-    """`(fn, *args)` jobs on `workers` spawned processes (LIBERO environments are per process)."""
-    import multiprocessing
-    import os
-    from concurrent.futures import ProcessPoolExecutor
+    """`(fn, *args)` jobs on `workers` spawned processes (`experiments.liberopro.spawn_map`)."""
+    from experiments.liberopro import spawn_map
 
-    if workers <= 1:
-        return [_star(j) for j in jobs]
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
     out = []
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
-        for i, r in enumerate(ex.map(_star, jobs)):
-            out.append(r)
-            log(f"  job {i + 1}/{len(jobs)} done")
+    for i, r in enumerate(spawn_map(_star, jobs, workers)):
+        out.append(r)
+        log(f"  job {i + 1}/{len(jobs)} done")
     return out
 
 
@@ -289,7 +274,7 @@ def fine_tune(start: Path, episodes: list[dict[str, Any]], steps: int, out: Path
 
 # ---- the round --------------------------------------------------------------------------------------------
 def run(a: argparse.Namespace, log: Any = print) -> dict[str, Any]:
-    from experiments.libero_sft import load_demos
+    from experiments.libero_sft import load_demos, save_demos
     from experiments.liberopro import evaluate, summary
 
     out: Path = a.out
@@ -330,15 +315,13 @@ def run(a: argparse.Namespace, log: Any = print) -> dict[str, Any]:
         if not episodes:
             raise SystemExit("error: the expert solved none of the round's demonstrations; nothing to train "
                              "on (more --demos, or less --noise)")
-        with open(demo_file, "wb") as f:
-            pickle.dump(episodes, f)
+        save_demos(episodes, demo_file)
         rec["demos_kept"] = {"episodes": len(episodes), "planned": a.demos * len(ls),
                              "on_own_scene": sum(e["partner"] is None for e in episodes),
                              "wall_s": round(time.perf_counter() - t0, 1)}
         save()
     if not (out / "policy.pt").exists():
-        with open(demo_file, "rb") as f:
-            episodes = pickle.load(f)
+        episodes = load_demos(demo_file)
         replayed = load_demos(a.replay) if a.replay else []
         log(f"train: {len(episodes)} new + {len(replayed)} replayed demonstrations, {a.steps} steps from "
             f"{a.policy}")

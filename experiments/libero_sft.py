@@ -35,7 +35,7 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
     N(0, noise²) added to the arm dimensions when `noise` > 0). `only`: that one task of the first
     `n_tasks` (a worker's share; every episode is seeded by its task's init-state index, so the split
     changes nothing)."""
-    from coda_policy.libero_features import categories, featurize_libero
+    from coda_policy.libero_features import categories
     from common.text import default_embedder
     from experiments.liberopro import init_states, tasks
     from sim.libero.env import LiberoEnv
@@ -61,16 +61,8 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
                 except UnsupportedGoal as e:
                     log(f"{task.name}: {e}; skipped")
                     break
-                feats, acts = [], []
-                rng = np.random.default_rng([seed, i])
-                while env.steps < task.max_steps and not env.success():
-                    feats.append(featurize_libero(env, task.instruction, emb, cats))
-                    a = expert.act()
-                    acts.append(a)
-                    executed = np.array(a, float)
-                    if noise > 0:
-                        executed[:6] = np.clip(executed[:6] + rng.normal(0.0, noise, 6), -1.0, 1.0)
-                    env.step(executed)
+                feats, acts = dart_episode(env, expert, task.instruction, task.max_steps, noise,
+                                           np.random.default_rng([seed, i]), emb, cats)
                 if env.success():
                     kept += 1
                     episodes.append({"task": task.name, "state": i, "features": feats,
@@ -81,6 +73,25 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
     return episodes
 
 
+def dart_episode(env: Any, expert: Any, instruction: str, max_steps: int, noise: float,
+                 rng: np.random.Generator, emb: Any, cats: dict[str, str]) -> tuple[list[Any], list[Any]]:
+    """One expert episode from the environment's current state: per step the policy's features and the
+    expert's action (the label); the environment executes that action plus N(0, noise²) on the six arm
+    dimensions when `noise` > 0 (DART). Ends at success or `max_steps`."""
+    from coda_policy.libero_features import featurize_libero
+
+    feats, acts = [], []
+    while env.steps < max_steps and not env.success():
+        feats.append(featurize_libero(env, instruction, emb, cats))
+        a = expert.act()
+        acts.append(a)
+        executed = np.array(a, float)
+        if noise > 0:
+            executed[:6] = np.clip(executed[:6] + rng.normal(0.0, noise, 6), -1.0, 1.0)
+        env.step(executed)
+    return feats, acts
+
+
 def _collect_task(args: tuple[Any, ...]) -> list[dict[str, Any]]:
     suite, perturb, n_tasks, per_task, first_state, seed, noise, only = args
     return collect(suite, perturb, n_tasks, per_task, first_state, seed, log=print, noise=noise, only=only)
@@ -89,20 +100,13 @@ def _collect_task(args: tuple[Any, ...]) -> list[dict[str, Any]]:
 def collect_parallel(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_state: int,
                      seed: int, noise: float, workers: int, log: Any = print) -> list[dict[str, Any]]:
     """`collect`, one task per job on `workers` spawned processes (the same episodes, in task order)."""
-    import multiprocessing
-    import os
-    from concurrent.futures import ProcessPoolExecutor
-
-    from experiments.liberopro import tasks
+    from experiments.liberopro import spawn_map, tasks
 
     if workers <= 1:
         return collect(suite, perturb, n_tasks, per_task, first_state, seed, log=log, noise=noise)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
     jobs = [(suite, perturb, n_tasks, per_task, first_state, seed, noise, t.name)
             for t in tasks(suite, perturb)[:n_tasks]]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
-        return [e for batch in ex.map(_collect_task, jobs) for e in batch]
+    return [e for batch in spawn_map(_collect_task, jobs, workers) for e in batch]
 
 
 def save_demos(episodes: list[dict[str, Any]], path: Path) -> Path:

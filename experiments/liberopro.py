@@ -35,6 +35,7 @@ import contextlib
 import io
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -228,26 +229,29 @@ def _run_task_star(args: tuple) -> TaskResult:
 def evaluate(suite: str, perturb: str, policy: str, episodes: int, n_tasks: int | None, workers: int,
              seed: int = 0, log: object = print, first_state: int = 0) -> list[TaskResult]:
     """The suite's first `n_tasks` tasks (all when None), `episodes` each, on `workers` processes."""
+    jobs = [(suite, perturb, t.name, episodes, policy, seed, first_state)
+            for t in tasks(suite, perturb)[:n_tasks]]
+    results = []
+    for r in spawn_map(_run_task_star, jobs, workers):
+        results.append(r)
+        log(_line(r))  # type: ignore[operator]
+    return results
+
+
+def spawn_map(fn: Any, jobs: list[Any], workers: int) -> Iterator[Any]:
+    """`fn` over `jobs`, in order: in this process with `workers` ≤ 1, else on `workers` spawned processes
+    (a LIBERO environment lives in one process; BLAS threads 1 per worker). `fn` must be importable."""
     import multiprocessing
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    jobs = [(suite, perturb, t.name, episodes, policy, seed, first_state)
-            for t in tasks(suite, perturb)[:n_tasks]]
     if workers <= 1:
-        results = []
-        for j in jobs:
-            results.append(run_task(*j))
-            log(_line(results[-1]))  # type: ignore[operator]
-        return results
+        yield from map(fn, jobs)
+        return
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
-        results = []
-        for r in ex.map(_run_task_star, jobs):
-            results.append(r)
-            log(_line(r))  # type: ignore[operator]
-    return results
+        yield from ex.map(fn, jobs)
 
 
 def _line(r: TaskResult) -> str:
