@@ -12,7 +12,9 @@ refinement against the expert demos (`coda_no_refine`), and by Text2potential (`
 
 The cells are Table 1's kind of cell: the default preset is Table 1's `default` (same run config, same
 label), and its run directories default to Table 1's, so the `coda` row and each seed's bootstrap are the
-very runs of Table 1, not recomputed. Reported per family and on the multi-stage families (articulated,
+very runs of Table 1, not recomputed. A row that is also a Table 1 row (`coda`) has one record, Table 1's
+(`docs/results/table1/coda_seed<k>.json`): this table reads it there, and runs it, when missing, as Table 1
+would. Reported per family and on the multi-stage families (articulated,
 put-inside, stack/insert), where staging can matter: OOD success, ID success, the policy updates (rounds)
 a cell needed to reach `--reach` % OOD on those families, and the agreement of the compiled training
 programs with the round's expert demonstrations. Not in the loop yet: the frozen actor with Q-selection
@@ -34,16 +36,16 @@ from agents.config import METHODS
 from common.registry import Registry
 from experiments.table1 import (
     ROOT,
+    TABLE_METHODS,
     TABLES,
     TablePreset,
     cell_arguments,
     checked_cells,
-    compiled_programs,
     load_bootstraps,
-    metrics_rows,
     provenance,
     run_cells,
 )
+from experiments.table1 import write_table as write_table1
 from experiments.table_stats import change_vs_bootstrap, delta, mean_se, ms
 
 ABLATION_METHODS = ("coda_sparse", "coda_task_potential", "coda_dense_reward", "coda_no_refine", "coda")
@@ -167,42 +169,38 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\n" + "\n\n".join(notes) + "\n"
 
 
+SHARED_METHODS = tuple(m for m in ABLATION_METHODS if m in TABLE_METHODS)  # rows whose record is Table 1's
+
+
+def table1_preset(preset: TablePreset) -> TablePreset:
+    """The Table 1 preset whose cells (and bootstraps) `preset` shares: the one its label names."""
+    return next(TABLES.get(n) for n in TABLES.names() if TABLES.get(n).table == preset.label)
+
+
+def table_cells(results: Path, preset: TablePreset) -> list[dict[str, Any]]:
+    """The ablation-only rows' records from this table's folder, the shared rows' from Table 1's."""
+    def read(table: str, keep: Any) -> list[dict[str, Any]]:
+        recs = [json.loads(p.read_text()) for p in sorted((results / table).glob("*_seed*.json"))]
+        return [r for r in recs if keep(r["method"])]
+
+    own = read(preset.table, lambda m: m not in SHARED_METHODS)
+    return own + (read(preset.label, lambda m: m in SHARED_METHODS) if preset.label else [])
+
+
 def write_table(results: Path, preset: TablePreset, preset_name: str, command: str,
                 reach: float = REACH_PCT) -> dict[str, Any]:
-    cells = [json.loads(p.read_text()) for p in sorted((results / preset.table).glob("*_seed*.json"))]
-    table = aggregate(cells, preset_name, reach, load_bootstraps(results, preset.table))
+    cells = table_cells(results, preset)
+    # the bootstraps are Table 1's (shared by hash); a record of this table's own is read only for a seed
+    # Table 1 has none
+    boots = {**load_bootstraps(results, preset.table),
+             **(load_bootstraps(results, preset.label) if preset.label else {})}
+    table = aggregate(cells, preset_name, reach, boots)
     meta = provenance(command)
     meta["cell_commits"] = sorted({c.get("code_commit", "unrecorded") for c in cells})
     table["provenance"] = meta
     (results / f"{preset.table}.json").write_text(json.dumps(table, indent=1) + "\n")
     (results / f"{preset.table}.md").write_text(markdown(table, meta))
     return table
-
-
-def share_table1_cells(results: Path, preset: TablePreset, methods: Sequence[str], seeds: Sequence[int],
-                       out: Path) -> list[Path]:
-    """Copy the record of a cell these rows share with the table whose label the preset carries (the same
-    run directory: Table 1's `coda`), so the row carries the record — and the commit — the cell was
-    computed with."""
-    if preset.label is None:
-        return []
-    table1, copied = preset.label, []
-    for m in methods:
-        for seed in seeds:
-            src = results / table1 / f"{m}_seed{seed}.json"
-            dst = results / preset.table / f"{m}_seed{seed}.json"
-            if dst.exists() or not src.exists():
-                continue
-            rec = json.loads(src.read_text())
-            run = out / f"{m}_seed{seed}"
-            if Path(rec["run_dir"]).resolve() == run.resolve():
-                # a record written before these fields existed: read them from the cell's own run
-                rec.setdefault("compiled", compiled_programs(metrics_rows(run)))
-                rec.setdefault("shaping", METHODS.get(m).shaping)
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                dst.write_text(json.dumps(rec, indent=1) + "\n")
-                copied.append(dst)
-    return copied
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,9 +233,22 @@ def main(argv: list[str] | None = None) -> int:
     def write() -> dict[str, Any]:
         return write_table(a.results, preset, a.preset, command, a.reach)
 
-    share_table1_cells(a.results, preset, methods, seeds, out)
-    run_cells(preset, a.preset, methods, seeds, critic="rules", workers=a.workers, out=out, results=a.results,
-              commit=a.commit, write=write, executor=a.executor, ray_address=a.ray_address)
+    shared = [m for m in methods if m in SHARED_METHODS and preset.label]
+    if shared:  # Table 1's own cells, recorded (and their table rebuilt) where Table 1 keeps them
+        t1 = table1_preset(preset)
+        name = next(n for n in TABLES.names() if TABLES.get(n) is t1)
+
+        def write_both() -> dict[str, Any]:
+            write_table1(a.results, t1, name, command)
+            return write()
+
+        run_cells(t1, name, shared, seeds, critic="rules", workers=a.workers, out=out, results=a.results,
+                  commit=a.commit, write=write_both, executor=a.executor, ray_address=a.ray_address)
+    rest = [m for m in methods if m not in shared]
+    if rest:
+        run_cells(preset, a.preset, rest, seeds, critic="rules", workers=a.workers, out=out,
+                  results=a.results, commit=a.commit, write=write, executor=a.executor,
+                  ray_address=a.ray_address)
     table = write()
     print((a.results / f"{preset.table}.md").read_text())
     return 0 if table["equal_budget"] else 1

@@ -95,8 +95,9 @@ def test_smoke_ablation_end_to_end_shares_the_coda_cell(tmp_path: Path, smoke_ta
                            "--results", str(results)]) == 0
     table = json.loads((results / "ablations_smoke.json").read_text())
     assert list(table["methods"]) == ["coda_sparse", "coda"] and table["equal_budget"]
-    cells = {m: json.loads((results / "ablations_smoke" / f"{m}_seed0.json").read_text())
-             for m in table["methods"]}
+    cells = {m: json.loads((results / ("table1_smoke" if m == "coda" else "ablations_smoke")
+                            / f"{m}_seed0.json").read_text()) for m in table["methods"]}
+    assert not (results / "ablations_smoke" / "coda_seed0.json").exists()  # one record: Table 1's
     assert cells["coda_sparse"]["shaping"] == "sparse" and cells["coda"]["shaping"] == "text2potential"
     assert cells["coda"]["bootstrap_sha256"] == cells["coda_sparse"]["bootstrap_sha256"]
     config = json.loads((out / "coda_seed0" / "config.json").read_text())
@@ -105,24 +106,23 @@ def test_smoke_ablation_end_to_end_shares_the_coda_cell(tmp_path: Path, smoke_ta
     assert "Text2potential − sparse on the multi-stage families" in md
 
 
-def test_a_shared_cell_keeps_table1s_record(tmp_path: Path):
-    out, results = tmp_path / "runs", tmp_path / "results"
-    (results / "table1").mkdir(parents=True)
-    rec = {"method": "coda", "seed": 0, "run_dir": str(out / "coda_seed0"), "code_commit": "then"}
-    (results / "table1" / "coda_seed0.json").write_text(json.dumps(rec))
-    other = {**rec, "seed": 1, "run_dir": str(tmp_path / "elsewhere" / "coda_seed1")}
-    (results / "table1" / "coda_seed1.json").write_text(json.dumps(other))
-    (out / "coda_seed0").mkdir(parents=True)
-    row = {"round": 1, "critic": {"compiled": [{"family": "pick_place", "mode": "m", "agreement": 0.7}]}}
-    lines = [json.dumps({"round": 0}), json.dumps(row)]
-    (out / "coda_seed0" / "metrics.jsonl").write_text("\n".join(lines) + "\n")
-    got = ablations.share_table1_cells(results, ablations.ABLATIONS.get("default"), ["coda", "coda_sparse"],
-                                       [0, 1], out)
-    assert got == [results / "ablations" / "coda_seed0.json"]  # seed 1's run is another directory
-    shared = json.loads(got[0].read_text())
-    assert shared["code_commit"] == "then" and shared["shaping"] == "text2potential"
-    # an older record without the compiled programs gets them from the cell's own run
-    assert shared["compiled"] == [{"round": 1, "family": "pick_place", "mode": "m", "agreement": 0.7}]
+def test_the_shared_row_is_read_from_table1_only(tmp_path: Path):
+    """`coda` has one record, Table 1's: the ablation table reads every seed of it there, and a stale copy
+    left in the ablations' own folder is not read."""
+    results = tmp_path / "results"
+    fams = {"pick_place": 10.0, "stack_insert": 20.0}
+    for s in (0, 1):
+        (results / "table1").mkdir(parents=True, exist_ok=True)
+        (results / "table1" / f"coda_seed{s}.json").write_text(json.dumps(_cell("coda", s, fams)))
+    (results / "table1" / "sft_seed0.json").write_text(json.dumps(_cell("sft", 0, fams)))
+    (results / "ablations").mkdir()
+    stale = _cell("coda", 0, {f: 90.0 for f in fams})
+    (results / "ablations" / "coda_seed0.json").write_text(json.dumps(stale))
+    (results / "ablations" / "coda_sparse_seed0.json").write_text(json.dumps(_cell("coda_sparse", 0, fams)))
+    cells = ablations.table_cells(results, ablations.ABLATIONS.get("default"))
+    got = sorted((c["method"], c["seed"], c["ood"]["pick_place"]) for c in cells)
+    assert got == [("coda", 0, 10.0), ("coda", 1, 10.0), ("coda_sparse", 0, 10.0)]
+    assert ablations.table1_preset(ablations.ABLATIONS.get("default")).table == "table1"
 
 
 def test_cli_rejects_rows_that_are_not_ablations(capsys: pytest.CaptureFixture[str]):
