@@ -11,15 +11,14 @@ most, repeating while it helps:
 - flip: replace a progress φ by 1 − φ (it ran backwards in its stage);
 - drop: remove one non-verifier subgoal.
 
-An optional `rewriter` (e.g. an LLM writer) is tried first; its program is kept only if it passes the
-static checks and agrees better. The result is a new program whose parent is the input, whose
-`diagnosis` is the input's, and whose `refinement` says what was changed and the agreement before and
-after.
+The result is a new program whose parent is the input, whose `diagnosis` is the input's, and whose
+`refinement` says what was changed and the agreement before and after. (An LLM rewriter tried before
+the repairs had no caller and was removed; the LLM training writer gets the checks' errors back.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +27,7 @@ import numpy as np
 from programs.checks import check_training
 from programs.expr import ExprError
 from programs.model import Subgoal, TrainingProgram
-from programs.potential import AgreementReport, PotentialCache, agreement_report, episode_parts
+from programs.potential import PotentialCache, agreement_report, episode_parts
 
 
 @dataclass(frozen=True)
@@ -37,10 +36,8 @@ class Evidence:
 
     episodes: Sequence[Any]  # expert demonstrations: `sim.episode.Episode`s or lists of WorldStates
     threshold: float = 0.9  # agreement that is good enough
-    note: str = ""  # context for a rewriter (e.g. the diagnosis the program came from)
 
 
-Rewriter = Callable[[TrainingProgram, Evidence, AgreementReport], TrainingProgram]
 Candidate = tuple[str, TrainingProgram]
 
 
@@ -108,20 +105,13 @@ def _score(tp: TrainingProgram, episodes: Sequence[Any]) -> tuple[float, float] 
     return r.agreement, -r.ties / max(r.pairs, 1)
 
 
-def refine(tp: TrainingProgram, evidence: Evidence, rewriter: Rewriter | None = None,
-           max_steps: int = 4) -> TrainingProgram:
+def refine(tp: TrainingProgram, evidence: Evidence, max_steps: int = 4) -> TrainingProgram:
     """`tp` itself if it meets the threshold (or nothing helps), else the best program found: each step
     takes the repair that raises (agreement, −ties) most, while one does, up to `max_steps`."""
     before = agreement_report(tp, evidence.episodes)
     if before.agreement >= evidence.threshold:
         return tp
     best, score, notes = tp, (before.agreement, -before.ties / max(before.pairs, 1)), []
-    if rewriter is not None:
-        proposal = rewriter(tp, evidence, before)
-        s = _score(proposal, evidence.episodes)
-        if s is not None and s > score:
-            best, score = proposal, s
-            notes.append("rewritten by the rewriter")
     for _ in range(max_steps):  # keep improving past the threshold while a repair helps
         scored = [(s, note, c) for note, c in candidates(best, evidence.episodes)
                   if (s := _score(c, evidence.episodes)) is not None]

@@ -1,14 +1,19 @@
-"""Measure the embedded models on CoDA's kind of prompts: latency, and whether each answer is usable.
+"""Measure the embedded models on the product's own prompts: latency, and whether each answer is usable.
 
     python -m agents.bench.llm                                  # every local model, 2 threads
     python -m agents.bench.llm --models qwen2.5-coder-1.5b --threads 1
     python -m agents.bench.llm --models qwen2.5-coder-1.5b --threads 1 --no-extra-buffers
         --record tests/agents/fixtures/llm_replay.json    # (one line) the contract tests' fixture
+    python -m agents.bench.llm --save-case runs/ct2/cases 19    # remake CONTRACT_CASE from a critic case
 
-The cases (`CASES`) are also the contract cases of `tests/agents/test_llm_contract.py`; `--record` writes
-the replay fixture those tests use. "valid" means the answer parsed into the schema and passed the case's
-own checks (names from the prompt, expressions that parse in the training-program language); "right"
-means it also named the cause planted in the summary.
+The cases (`CASES`) are the three prompts the loop sends, with the variables, schemas and validation the
+loop uses: the critic (`critic_diagnose` → `DiagnosisOut`, validated by `answer_to_diagnosis`), the
+generation writer (`writer_generation` → `GenerationOut`, the program applied and checked) and the
+training writer (`writer_training` → `SubgoalsOut`, the subgoals as a checked program). They are also the
+contract cases of `tests/agents/test_llm_contract.py`; `--record` writes the replay fixture those tests use.
+Their input is one real failure (`CONTRACT_CASE`: a counterfactual case of `agents.bench.critic_truth`,
+cause known) and the diagnosis the rules critic makes of it. "valid" means the loop would use the answer;
+"right" means the critic named the known cause, and a training program differs from the seed's.
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from agents.llm.base import Completer, LLMError
 from agents.llm.client import PromptedLLM
@@ -32,125 +38,129 @@ from agents.llm.recorded import ReplayCompleter
 from agents.llm.store import CallLog
 from common.cli import comma_list
 
-
-class FailureDiagnosis(BaseModel):
-    """The critic's answer: why, in which phase, and which factor.
-
-    The explanation comes first on purpose: a grammar-constrained model writes fields in schema order,
-    so it reasons before it commits to a name (measured: with `factor` first, the 1.5B model named the
-    first listed factor and phase every time).
-    """
-
-    explanation: str = Field(description="one or two sentences citing the numbers")
-    phase: str = Field(description="phase in which the attempt failed")
-    factor: str = Field(description="name of the scene factor that caused the failure")
-
-
-class SubgoalSpec(BaseModel):
-    """One stage of a training program."""
-
-    name: str = Field(description="short snake_case name")
-    done: str = Field(description="boolean expression: the stage is complete")
-    progress: str = Field(description="numeric expression in [0, 1]: progress within the stage")
-
-
-class SubgoalList(BaseModel):
-    """A training program's ordered stages."""
-
-    subgoals: list[SubgoalSpec] = Field(min_length=1, max_length=8)
-
-
-FACTORS = [
-    {"name": "object_width", "value": 0.078, "range": "0.02-0.08 m"},
-    {"name": "object_mass", "value": 0.2, "range": "0.05-0.5 kg"},
-    {"name": "target_distance", "value": 0.25, "range": "0.1-0.4 m"},
-    {"name": "table_friction", "value": 1.0, "range": "0.5-1.5"},
-]
-PHASES = ["reach", "grasp", "lift", "carry", "place"]
-FUNCTIONS = [
-    "on(a, b) -> bool: a rests on b, released", "grasped(a) -> bool: both finger pads touch a",
-    "lifted(a, h) -> bool: bottom of a at least h above the table", "dist(a, b) -> num: distance (m)",
-    "xy_dist(a, b) -> num: horizontal distance (m)", "bottom(a) -> num", "top(a) -> num",
-    "gripper() -> num: finger opening, 0 closed ... 0.08 open", "clip(v, lo, hi) -> num",
-]
-DIAGNOSE_GRASP = {
-    "family": "pick_place", "instruction": "put the red box on the plate",
-    "factors": FACTORS, "phases": PHASES,
-    "summary": ("t=0.0-1.9 s reach: grip site reached the box (dist 0.012 m). t=1.9-2.6 s grasp: the fingers"
-                " closed from 0.080 m to 0.077 m and stopped; only the left pad touched the box (box width"
-                " 0.078 m, gripper maximum opening 0.080 m). t=2.6-6.0 s lift: the box stayed on the table"
-                " (bottom 0.000 m), grasped=false. Episode ended without success."),
-}
-DIAGNOSE_CARRY = {
-    "family": "pick_place", "instruction": "put the red box on the plate",
-    "factors": [{**FACTORS[0], "value": 0.04}, FACTORS[1], {**FACTORS[2], "value": 0.39}, FACTORS[3]],
-    "phases": PHASES,
-    "summary": ("t=0.0-3.1 s reach, grasp and lift succeeded: box grasped and lifted to 0.06 m. t=3.1-8.0 s"
-                " carry: the arm stretched toward the plate 0.39 m away and stalled at its joint limits; the"
-                " box stayed 0.11 m short of the plate (xy_dist 0.11 m), still grasped. Time ran out."),
-}
-SUBGOALS = {
-    "family": "pick_place", "instruction": "put the red box on the plate",
-    "roles": {"object": "box", "target": "plate"}, "functions": FUNCTIONS, "diagnosis": None,
-}
-SUMMARY = {
-    "family": "pick_place",
-    "diagnoses": ["grasp fails: box width 0.078 m is at the gripper's 0.080 m maximum opening",
-                  "grasp fails: box width 0.075 m leaves 5 mm of clearance; a single pad touches"],
-}
+CONTRACT_CASE = Path(__file__).with_name("contract_case.json")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Case:
-    """One benchmark/contract prompt and how to judge the answer."""
+    """One prompt the loop sends, its variables, and how the loop would judge the answer."""
 
     name: str
     prompt: str
     variables: Mapping[str, Any]
-    schema: type[BaseModel] | None  # None: free text
+    schema: type[BaseModel]
     max_tokens: int
-    valid: Callable[[Any], bool]  # usable beyond parsing
-    right: Callable[[Any], bool]  # names the planted cause (or: valid, where nothing is planted)
+    valid: Callable[[Any], bool]  # the loop would use it
+    right: Callable[[Any], bool]  # and it is right (the known cause; a program that is not the seed's)
 
 
-def _expressions_ok(answer: SubgoalList) -> bool:
-    from programs.expr import ExprError, parse  # the real training-program language checker
+@cache
+def contract_inputs() -> dict[str, Any]:
+    """The recorded failure's summary (with its peers), program, config, the rules critic's diagnosis and
+    the mode it founds — everything the three prompts are built from."""
+    from agents.config import CriticConfig
+    from agents.critic.diagnose import rules_diagnosis
+    from agents.critic.summary import FailureSummary
+    from memory.store import found_mode
+    from programs.seeds import seed_library
 
-    try:
-        for sg in answer.subgoals:
-            parse(sg.done, expect="bool", roles=("object", "target"))
-            parse(sg.progress, expect="num", roles=("object", "target"))
-    except ExprError:
-        return False
-    return "on(" in answer.subgoals[-1].done.replace(" ", "")
+    data = json.loads(CONTRACT_CASE.read_text())
+    sm = FailureSummary.model_validate(data["summary"])
+    gen, train = seed_library()[sm.family]
+    config = CriticConfig(allow_ood=True, ood_context=True)
+    dx = rules_diagnosis(sm, gen, config)
+    return {"summary": sm, "cause": data["cause"], "generation": gen, "training": train, "config": config,
+            "diagnosis": dx, "mode": found_mode(dx, sm.family, 1)}
 
 
-def _diag_valid(d: FailureDiagnosis) -> bool:
-    return d.factor in {f["name"] for f in FACTORS} and d.phase in PHASES and bool(d.explanation.strip())
+def _usable(check: Callable[[Any], Any]) -> Callable[[Any], bool]:
+    from agents.llm.base import LLMOutputError
+
+    def valid(answer: Any) -> bool:
+        try:
+            check(answer)
+        except LLMOutputError:
+            return False
+        return True
+
+    return valid
 
 
-CASES: tuple[Case, ...] = (
-    Case(name="diagnose_grasp", prompt="diagnose_failure", variables=DIAGNOSE_GRASP, schema=FailureDiagnosis,
-         max_tokens=200, valid=_diag_valid, right=lambda d: (d.factor, d.phase) == ("object_width", "grasp")),
-    Case(name="diagnose_carry", prompt="diagnose_failure", variables=DIAGNOSE_CARRY, schema=FailureDiagnosis,
-         max_tokens=200, valid=_diag_valid,
-         right=lambda d: (d.factor, d.phase) == ("target_distance", "carry")),
-    Case(name="training_subgoals", prompt="training_subgoals", variables=SUBGOALS, schema=SubgoalList,
-         max_tokens=600, valid=lambda a: 3 <= len(a.subgoals) <= 6, right=_expressions_ok),
-    Case(name="summarize_mode", prompt="summarize_mode", variables=SUMMARY, schema=None, max_tokens=80,
-         valid=lambda t: 0 < len(t.split()) <= 40,
-         right=lambda t: "grip" in t.lower() or "width" in t.lower()),
-)
+def _critic_case() -> Case:
+    from agents.critic.diagnose import PROMPT, DiagnosisOut, answer_to_diagnosis, critic_variables
+
+    c = contract_inputs()
+
+    def use(out: DiagnosisOut) -> Any:
+        return answer_to_diagnosis(out, c["summary"], c["generation"], c["config"], "bench")
+
+    return Case(name="critic", prompt=PROMPT, schema=DiagnosisOut, max_tokens=c["config"].max_tokens,
+                variables=critic_variables(c["summary"], c["generation"], c["config"]), valid=_usable(use),
+                right=lambda out: out.factor.strip() == c["cause"])
+
+
+def _generation_case() -> Case:
+    from agents.config import WriterConfig
+    from agents.writers.generation import GEN_PROMPT, GenerationOut, answer_to_program, generation_variables
+
+    c, config = contract_inputs(), WriterConfig(allow_ood=True)
+    mode, dx, base = c["mode"], c["diagnosis"], c["generation"]
+
+    def use(out: GenerationOut) -> Any:
+        return answer_to_program(out, mode, base, diagnosis=dx, round_no=1, config=config)
+
+    return Case(name="generation_writer", prompt=GEN_PROMPT, schema=GenerationOut,
+                max_tokens=config.max_tokens_edit, variables=generation_variables(mode, base, dx, config),
+                valid=_usable(use), right=_usable(use))
+
+
+def _training_case() -> Case:
+    from agents.config import WriterConfig
+    from agents.writers.training import TRAIN_PROMPT, SubgoalsOut, subgoals_program, training_variables
+
+    c, config = contract_inputs(), WriterConfig()
+    base, dx = c["training"], c["diagnosis"]
+    meta = {"parent_id": base.id, "mode_id": c["mode"].id, "round": 1, "diagnosis": dx.text()}
+
+    def use(out: SubgoalsOut) -> Any:
+        return subgoals_program(out, base, meta)
+
+    def new(out: SubgoalsOut) -> bool:
+        seed = [(g.done, g.progress) for g in base.subgoals]
+        return _usable(use)(out) and [(g.done, g.progress) for g in use(out).subgoals] != seed
+
+    return Case(name="training_writer", prompt=TRAIN_PROMPT, schema=SubgoalsOut,
+                max_tokens=config.max_tokens_subgoals, variables=training_variables(base, dx),
+                valid=_usable(use), right=new)
+
+
+@cache
+def cases() -> tuple[Case, ...]:
+    """The critic, generation-writer and training-writer cases, built from `CONTRACT_CASE`."""
+    return (_critic_case(), _generation_case(), _training_case())
+
+
+def save_case(folder: Path, index: int, out: Path = CONTRACT_CASE) -> None:
+    """Write case `index` of a saved `agents.bench.critic_truth` case folder as the contract case: the
+    failure's summary with its peers, and the factor whose move alone fixed it."""
+    from agents.bench.critic_truth import load_cases
+    from agents.critic.summary import summarize_failure, with_peers
+    from programs.seeds import seed_library
+
+    cases, _ = load_cases(folder)
+    case = cases[index]
+    gen = seed_library()[case.family][0]
+    sm = with_peers(summarize_failure(case.episode, episode_id=f"contract_{case.family}", schema=gen.factors),
+                    case.peers)
+    out.write_text(json.dumps({"source": f"{folder} case {index} (seed {case.seed})", "cause": case.factor,
+                               "summary": sm.model_dump(mode="json")}, indent=1) + "\n")
 
 
 def run_case(llm: PromptedLLM, case: Case) -> dict[str, Any]:
     """Ask one case; the outcome with latency and token counts."""
     start = time.perf_counter()
     try:
-        if case.schema is None:
-            answer: Any = llm.text(case.prompt, case.variables, max_tokens=case.max_tokens)
-        else:
-            answer = llm.structured(case.prompt, case.variables, case.schema, max_tokens=case.max_tokens)
+        answer: Any = llm.structured(case.prompt, case.variables, case.schema, max_tokens=case.max_tokens)
         error = None
     except LLMError as e:
         answer, error = None, str(e)[:300]
@@ -159,7 +169,7 @@ def run_case(llm: PromptedLLM, case: Case) -> dict[str, Any]:
     row["parsed"] = answer is not None
     row["valid"] = bool(answer is not None and case.valid(answer))
     row["right"] = bool(row["valid"] and case.right(answer))
-    row["answer"] = answer.model_dump() if isinstance(answer, BaseModel) else answer
+    row["answer"] = answer.model_dump() if answer is not None else None
     return row
 
 
@@ -174,7 +184,7 @@ def bench_model(model: str, threads: int, record: Path | None,
     log = CallLog(Path(tempfile.mkdtemp(prefix="coda-llm-bench-")) / "calls.jsonl")
     rows = []
     with PromptedLLM(completer, call_log=log) as llm:
-        for case in CASES:
+        for case in cases():
             row = {"model": model, "threads": threads, "startup_s": startup, **run_case(llm, case)}
             last = log.read()[-1]
             row.update(tokens_in=last["tokens_in"], tokens_out=last["tokens_out"])
@@ -191,7 +201,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
     ap.add_argument("--record", type=Path, help="write answers of the first model to this replay file")
     ap.add_argument("--no-extra-buffers", action="store_true", help="see LocalConfig.extra_buffers")
+    ap.add_argument("--save-case", nargs=2, metavar=("CASES", "K"),
+                    help="write case K of an agents.bench.critic_truth --save-cases folder as the contract "
+                         f"case ({CONTRACT_CASE.name}) and stop")
     args = ap.parse_args(argv)
+    if args.save_case:
+        save_case(Path(args.save_case[0]), int(args.save_case[1]))
+        print(f"wrote {CONTRACT_CASE}")
+        return
     rows = []
     for i, model in enumerate(args.models):
         extra = False if args.no_extra_buffers else None

@@ -47,11 +47,13 @@ CriticKind = Literal["rules", "llm"]
 
 
 class DiagnosisOut(BaseModel):
-    """What the LLM critic answers (structured output)."""
+    """What the LLM critic answers (structured output). The explanation comes first on purpose: the model
+    writes the fields in schema order, so it reasons over the numbers before it commits to a phase and a
+    factor (`agents/llm/README.md`: with `factor` first the 1.5B model named the first listed factor)."""
 
-    factor: str = Field(description="name of the scene factor that most likely caused the failure")
-    phase: str = Field(description="phase in which the attempt failed, one of the listed phases")
     explanation: str = Field(description="one or two sentences: how the factor made it fail, citing numbers")
+    phase: str = Field(description="phase in which the attempt failed, one of the listed phases")
+    factor: str = Field(description="name of the scene factor that most likely caused the failure")
     value: float | str | bool | None = Field(
         None, description="the factor value that should reproduce the failure (a number for number factors, "
                           "one of the choices for choice factors); omit to use the failing scene's value")

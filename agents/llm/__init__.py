@@ -1,6 +1,7 @@
 """LLM backends for CoDA's agents: one `LLM` contract (`structured` / `text`), Jinja2 prompt files, a JSONL
-call log and a content-keyed cache, and four registered backends (`local`, `openai`, `replay`, `rules`).
-Build one with `make_llm(name, config, ...)`.
+call log and a content-keyed cache, and three registered backends (`local`, `openai`, `replay`).
+Build one with `make_llm(name, config, ...)`. Without a model (`--llm rules`) the loop calls no LLM at all:
+the rules critic (`agents.critic.rules`) and the template writers (`agents.writers`) answer instead.
 """
 
 from agents.llm.base import (
@@ -21,8 +22,7 @@ from agents.llm.local import LocalCompleter, LocalConfig, LocalServer
 from agents.llm.openai_chat import OpenAICompleter, OpenAIConfig
 from agents.llm.prompts import PROMPTS_DIR, PromptError, PromptLibrary, RenderedPrompt
 from agents.llm.recorded import ReplayCompleter, ReplayMissError
-from agents.llm.registry import DEFAULT_BACKEND, LLM_BACKENDS, ReplayConfig, RulesConfig, make_llm
-from agents.llm.rules import RulesLLM
+from agents.llm.registry import DEFAULT_BACKEND, LLM_BACKENDS, ReplayConfig, make_llm
 from agents.llm.store import CallLog, ResponseCache
 
 __all__ = [
@@ -30,6 +30,5 @@ __all__ = [
     "CallRecord", "Completer", "Completion", "LLMBackendError", "LLMError", "LLMOutputError",
     "LLMUnsupportedError", "LocalCompleter", "LocalConfig", "LocalServer", "ModelSpec", "OpenAICompleter",
     "OpenAIConfig", "PromptError", "PromptLibrary", "PromptedLLM", "RenderedPrompt", "ReplayCompleter",
-    "ReplayConfig", "ReplayMissError", "Request", "ResponseCache", "RulesConfig", "RulesLLM", "ensure_model",
-    "make_llm",
+    "ReplayConfig", "ReplayMissError", "Request", "ResponseCache", "ensure_model", "make_llm",
 ]

@@ -35,7 +35,7 @@ class LLMBackendError(LLMError):
 
 
 class LLMUnsupportedError(LLMError):
-    """The backend cannot do what was asked (free text from `rules`, images on a text-only model)."""
+    """The backend cannot do what was asked (images on a text-only model)."""
 
 
 OutputProblem = Literal["no_tool_call", "invalid_json", "schema", "truncated", "empty"]

@@ -4,14 +4,14 @@
                    call_log=CallLog(run / "llm_calls.jsonl"))
 
 Backends: `local` (embedded llama.cpp server, the default), `openai` (any OpenAI-compatible endpoint),
-`replay` (recorded answers for tests; can record through `local`/`openai`), `rules` (no model; Python
-functions per prompt). A typo gets "did you mean". Configs are built by the caller (CLI/env parsing
-happens in `agents.run`, not here).
+`replay` (recorded answers for tests; can record through `local`/`openai`). A typo gets "did you mean".
+`--llm rules` is no backend: the loop then asks no LLM (the rules critic and template writers answer).
+Configs are built by the caller (CLI/env parsing happens in `agents.run`, not here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -22,7 +22,6 @@ from agents.llm.local import LocalCompleter, LocalConfig
 from agents.llm.openai_chat import OpenAICompleter, OpenAIConfig
 from agents.llm.prompts import PromptLibrary
 from agents.llm.recorded import ReplayCompleter
-from agents.llm.rules import RuleFn, RulesLLM
 from agents.llm.store import CallLog, ResponseCache
 from common.registry import Registry
 
@@ -41,11 +40,6 @@ class ReplayConfig:
     record_backend: str = "local"
     # its config (None: its defaults; "openai" has none and needs one)
     record_config: Any = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class RulesConfig:
-    """The rules backend has nothing to configure; its functions are passed to `make_llm(rules=...)`."""
 
 
 @dataclass(frozen=True)
@@ -84,18 +78,12 @@ def _build_prompted(name: str) -> Callable[..., LLM]:
     return build
 
 
-def _build_rules(config: RulesConfig, *, rules: Mapping[str, RuleFn] | None, call_log: CallLog | None,
-                 **_: Any) -> LLM:
-    return RulesLLM(rules, call_log=call_log)
-
-
 LLM_BACKENDS.register("local", Backend(LocalConfig, _build_prompted("local"),
                                        "embedded llama.cpp server with a GGUF model from PyPI (default)"))
 LLM_BACKENDS.register("openai", Backend(OpenAIConfig, _build_prompted("openai"),
                                         "any OpenAI-compatible endpoint via ChatOpenAI"))
 LLM_BACKENDS.register("replay", Backend(ReplayConfig, _build_prompted("replay"),
                                         "recorded answers (tests); records through local/openai"))
-LLM_BACKENDS.register("rules", Backend(RulesConfig, _build_rules, "no model: Python rules per prompt"))
 
 
 def make_llm(
@@ -105,7 +93,6 @@ def make_llm(
     prompts: PromptLibrary | None = None,
     cache: ResponseCache | None = None,
     call_log: CallLog | None = None,
-    rules: Mapping[str, RuleFn] | None = None,
 ) -> LLM:
     """Build backend `name` with `config` (None: the backend's defaults, where it has them)."""
     entry = LLM_BACKENDS.get(name)
@@ -117,4 +104,4 @@ def make_llm(
     if not isinstance(config, entry.config_type):
         want, got = entry.config_type.__name__, type(config).__name__
         raise TypeError(f"LLM backend {name!r} takes a {want}, not a {got}")
-    return entry.build(config, prompts=prompts, cache=cache, call_log=call_log, rules=rules)
+    return entry.build(config, prompts=prompts, cache=cache, call_log=call_log)

@@ -51,11 +51,12 @@ class FactorEditOut(BaseModel):
 
 
 class GenerationOut(BaseModel):
-    """The LLM writer's generation program: factor edits of the base program (or a new source)."""
+    """The LLM writer's generation program: factor edits of the base program (or a new source). The
+    rationale comes first, as the critic's explanation does (`DiagnosisOut`): reasons before edits."""
 
+    rationale: str = Field("", description="one sentence: why these scenes recreate the difficulty")
     edits: list[FactorEditOut] = Field(default_factory=list, max_length=4)
     source: str | None = Field(None, description="a complete new program source, only if asked for")
-    rationale: str = Field("", description="one sentence: why these scenes recreate the difficulty")
 
 
 # ---- generation programs ---------------------------------------------------------------------------------
@@ -197,6 +198,23 @@ def generation_variables(mode: DifficultyMode, base: GenerationProgram, diagnosi
             "source": base.source if config.allow_source else "", "feedback": ""}
 
 
+def answer_to_program(out: GenerationOut, mode: DifficultyMode, base: GenerationProgram, *,
+                      diagnosis: Diagnosis | None = None, round_no: int | None = None,
+                      pool: SandboxPool | None = None,
+                      config: WriterConfig = WriterConfig()) -> GenerationProgram:
+    """The LLM writer's answer as the program the loop would use: the mode's factor edited, the
+    diagnosis's task context pinned, every check passed (`program_errors`); `WriterError` if not."""
+    want = resolve_factor(mode.factor, base, mode.families[0] if mode.families else None)
+    pins = ({k: v for k, v in diagnosis.edit.items() if k != diagnosis.factor}
+            if diagnosis is not None and diagnosis.factor == want else {})
+    program = _apply(out, mode, base, want, pins, round_no, config)
+    errors = program_errors(program, pool)
+    if errors:
+        raise WriterError(GEN_PROMPT, "the program fails its checks:\n" + "\n".join(errors),
+                          out.model_dump_json())
+    return program
+
+
 def write_generation_program(mode: DifficultyMode, base: GenerationProgram, llm: LLM | None = None,
                              feedback: str | None = None, *, diagnosis: Diagnosis | None = None,
                              round_no: int | None = None, pool: SandboxPool | None = None,
@@ -211,9 +229,7 @@ def write_generation_program(mode: DifficultyMode, base: GenerationProgram, llm:
         if errors:  # a template edit of a checked program: a broken base, reported like a writer failure
             raise ProgramRejected("the edited program fails its checks:\n" + "\n".join(errors))
         return program
-    want = resolve_factor(mode.factor, base, mode.families[0] if mode.families else None)  # before asking
-    pins = ({k: v for k, v in diagnosis.edit.items() if k != diagnosis.factor}
-            if diagnosis is not None and diagnosis.factor == want else {})
+    resolve_factor(mode.factor, base, mode.families[0] if mode.families else None)  # before asking
     variables = generation_variables(mode, base, diagnosis, config)
     budget = config.max_tokens_source if config.allow_source else config.max_tokens_edit
     note = feedback or ""
@@ -221,12 +237,8 @@ def write_generation_program(mode: DifficultyMode, base: GenerationProgram, llm:
         try:
             out = llm.structured(GEN_PROMPT, {**variables, "feedback": note}, GenerationOut,
                                  max_tokens=budget)
-            program = _apply(out, mode, base, want, pins, round_no, config)
-            errors = program_errors(program, pool)
-            if errors:
-                raise WriterError(GEN_PROMPT, "the program fails its checks:\n" + "\n".join(errors),
-                                  out.model_dump_json())
-            return program
+            return answer_to_program(out, mode, base, diagnosis=diagnosis, round_no=round_no, pool=pool,
+                                     config=config)
         except LLMOutputError as e:
             if attempt == config.retries:
                 raise

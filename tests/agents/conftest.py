@@ -1,5 +1,5 @@
-"""Shared fixtures for the agents tests: a fake OpenAI-compatible endpoint that answers our contract
-prompts (`agents.bench.llm.CASES`) with valid canned replies."""
+"""Shared fixtures for the agents tests: a fake OpenAI-compatible endpoint that answers the loop's prompts
+(`agents.bench.llm.cases()`: critic, generation writer, training writer) with valid canned replies."""
 
 from __future__ import annotations
 
@@ -8,26 +8,29 @@ from typing import Any
 
 import pytest
 
+from agents.bench.llm import contract_inputs
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, text_reply, tool_call_reply, tool_name
 
 
-def _stage(name: str, done: str, progress: str) -> dict[str, str]:
-    return {"name": name, "done": done, "progress": progress}
+def _canned() -> dict[str, dict[str, Any]]:
+    """A usable answer to each contract prompt, read off the contract case: the known cause, an edit of
+    the mode's factor to the diagnosis's own value, the seed training program's stages."""
+    c = contract_inputs()
+    dx, train = c["diagnosis"], c["training"]
+    edit = dx.edit[dx.factor]
+    value = {"low": edit[0], "high": edit[1]} if isinstance(edit, (list, tuple)) else {"value": edit}
+    return {
+        "DiagnosisOut": {"explanation": "The piece's yaw left its corners across the fingers.",
+                         "phase": c["summary"].failing_phase, "factor": c["cause"]},
+        "GenerationOut": {"rationale": "Scenes with the factor where it failed.",
+                          "edits": [{"factor": dx.factor, **value}]},
+        "SubgoalsOut": {"subgoals": [{"name": g.name, "done": g.done, "progress": g.progress}
+                                     for g in train.subgoals]},
+    }
 
 
-CANNED: dict[str, dict[str, Any]] = {
-    "FailureDiagnosis": {
-        "factor": "object_width", "phase": "grasp",
-        "explanation": "The 0.078 m box nearly fills the 0.080 m opening, so one pad misses.",
-    },
-    "SubgoalList": {"subgoals": [
-        _stage("reach", "dist('ee', object) < 0.03", "1 - clip(dist('ee', object) / 0.3, 0, 1)"),
-        _stage("grasp", "grasped(object)", "clip((0.08 - gripper()) / 0.04, 0, 1)"),
-        _stage("lift", "lifted(object, 0.05)", "clip(bottom(object) / 0.05, 0, 1)"),
-        _stage("place", "on(object, target)", "1 - clip(xy_dist(object, target) / 0.3, 0, 1)"),
-    ]},
-}
-CANNED_TEXT = "Grasps fail when the box is nearly as wide as the gripper's maximum opening."
+CANNED = _canned()
+CANNED_TEXT = "The piece's yaw put its corners across the fingers."
 
 
 def canned(body: dict[str, Any]) -> Reply:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.bench.llm import CASES
+from agents.bench.llm import cases
 from agents.llm import (
     CallLog,
     LLMBackendError,
@@ -21,7 +21,7 @@ from agents.llm import (
 )
 from tests.fakes.openai_server import FakeOpenAIServer, error_reply, text_reply, tool_call_reply
 
-DIAGNOSE, SUBGOALS, SUMMARY = CASES[0], CASES[2], CASES[3]
+DIAGNOSE, SUBGOALS = cases()[0], cases()[2]
 
 
 def _llm(base_url: str, tmp: Path, **config) -> tuple[PromptedLLM, CallLog]:
@@ -37,10 +37,10 @@ def _diagnose(llm: PromptedLLM):
 @pytest.mark.parametrize(
     ("reply", "problem", "raw"),
     [
-        (tool_call_reply('{"factor": "object_width", "phase": '), "invalid_json", '"factor": "object_width"'),
-        (tool_call_reply({"factor": "object_width", "phase": "grasp"}), "schema", '"phase": "grasp"'),
-        (tool_call_reply({"factor": 3, "phase": "grasp", "explanation": "x"}), "schema", '"factor": 3'),
-        (tool_call_reply('{"factor": "object_width", "phase": "gr', finish_reason="length"), "truncated",
+        (tool_call_reply('{"explanation": "yaw", "phase": '), "invalid_json", '"explanation": "yaw"'),
+        (tool_call_reply({"phase": "grasp", "factor": "piece_yaw"}), "schema", '"phase": "grasp"'),
+        (tool_call_reply({"explanation": "x", "phase": "grasp", "factor": 3}), "schema", '"factor": 3'),
+        (tool_call_reply('{"explanation": "yaw", "phase": "gr', finish_reason="length"), "truncated",
          '"phase": "gr'),
         (text_reply("The object was too wide."), "no_tool_call", "too wide"),
         (text_reply(""), "empty", ""),
@@ -55,7 +55,7 @@ def test_bad_structured_output_raises_a_typed_error_with_the_raw_text(
     with pytest.raises(LLMOutputError) as info:
         _diagnose(llm)
     err = info.value
-    assert err.problem == problem and err.prompt_name == "diagnose_failure"
+    assert err.problem == problem and err.prompt_name == "critic_diagnose"
     assert raw in err.raw
     assert raw in err.feedback() and problem in err.feedback()
     (row,) = log.read()
@@ -69,7 +69,7 @@ def test_a_failed_call_is_not_cached_so_the_retry_reaches_the_model(fake_openai:
     with pytest.raises(LLMOutputError):
         _diagnose(llm)
     answer = _diagnose(llm)  # the queue is empty: the canned valid answer
-    assert answer.factor == "object_width"
+    assert answer.factor == "piece_yaw"
     assert len(fake_openai.requests) == 2
     assert [r["ok"] for r in log.read()] == [False, True]
 
@@ -78,7 +78,7 @@ def test_truncated_text_is_an_error(fake_openai: FakeOpenAIServer, tmp_path: Pat
     llm, _ = _llm(fake_openai.base_url, tmp_path)
     fake_openai.push(text_reply("Grasps fail when the", finish_reason="length"))
     with pytest.raises(LLMOutputError) as info:
-        llm.text(SUMMARY.prompt, SUMMARY.variables, max_tokens=5)
+        llm.text(DIAGNOSE.prompt, DIAGNOSE.variables, max_tokens=5)
     assert info.value.problem == "truncated" and info.value.raw == "Grasps fail when the"
 
 
@@ -88,7 +88,7 @@ def test_the_request_forces_the_schema_function_and_carries_max_tokens(fake_open
     llm.structured(SUBGOALS.prompt, SUBGOALS.variables, SUBGOALS.schema, max_tokens=321)
     body = fake_openai.requests[-1]
     assert body["max_tokens"] == 321  # llama.cpp ignores max_completion_tokens
-    assert body["tool_choice"]["function"]["name"] == "SubgoalList"
+    assert body["tool_choice"]["function"]["name"] == "SubgoalsOut"
     params = body["tools"][0]["function"]["parameters"]
     assert "subgoals" in params["properties"]
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
@@ -110,7 +110,7 @@ def test_images_travel_as_png_data_urls(fake_openai: FakeOpenAIServer, tmp_path:
 def test_an_http_error_is_a_backend_error(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     llm, log = _llm(fake_openai.base_url, tmp_path)
     fake_openai.push(error_reply(500, "model exploded"))
-    with pytest.raises(LLMBackendError, match="diagnose_failure"):
+    with pytest.raises(LLMBackendError, match="critic_diagnose"):
         _diagnose(llm)
     assert log.read()[0]["error"] == "LLMBackendError"
 
@@ -126,7 +126,7 @@ def test_an_unreachable_endpoint_is_a_backend_error(tmp_path: Path) -> None:
 
 def test_tokens_and_latency_are_logged(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     llm, log = _llm(fake_openai.base_url, tmp_path)
-    fake_openai.push(tool_call_reply({"factor": "a", "phase": "b", "explanation": "c"}, tokens=(123, 45)))
+    fake_openai.push(tool_call_reply({"explanation": "c", "phase": "b", "factor": "a"}, tokens=(123, 45)))
     _diagnose(llm)
     (row,) = log.read()
     assert (row["tokens_in"], row["tokens_out"]) == (123, 45) and row["model"] == "fake"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.bench.llm import CASES
+from agents.bench.llm import cases
 from agents.llm import (
     MODELS,
     LLMBackendError,
@@ -101,7 +101,7 @@ def test_a_server_that_cannot_load_its_model_reports_its_log(tmp_path: Path) -> 
 @pytest.mark.slow
 def test_the_real_server_answers_and_is_stopped_on_close(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
-    case = CASES[0]
+    case = cases()[0]
     completer = LocalCompleter(LocalConfig(n_threads=1, log_path=tmp_path / "server.log"))
     with PromptedLLM(completer) as llm:
         answer = llm.structured(case.prompt, case.variables, case.schema, max_tokens=case.max_tokens)
@@ -156,7 +156,7 @@ def test_the_prompt_cache_keeps_two_prompt_kinds_warm(tmp_path: Path) -> None:
     """critic, writer, critic: without the cache the second critic call evaluates its whole prompt again
     (the writer evicted it); with it, only what differs from the first."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
-    a, b = CASES[0], next(c for c in CASES if c.prompt != CASES[0].prompt)
+    a, b = cases()[0], cases()[1]
     evaluated = {}
     for cache in (False, True):
         completer = LocalCompleter(LocalConfig(n_threads=2, prompt_cache=cache))

@@ -1,4 +1,4 @@
-"""The backend registry, prompt files, the rules backend and the call log / cache stores."""
+"""The backend registry, prompt files and the call log / cache stores."""
 
 from __future__ import annotations
 
@@ -8,28 +8,27 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from agents.bench.llm import CASES, FailureDiagnosis
+from agents.bench.llm import cases
 from agents.llm import (
     LLM,
     LLM_BACKENDS,
     CallLog,
     CallRecord,
     Completion,
-    LLMOutputError,
-    LLMUnsupportedError,
     LocalConfig,
     OpenAIConfig,
     PromptError,
     PromptLibrary,
     ResponseCache,
-    RulesLLM,
     make_llm,
 )
 from common.registry import UnknownNameError
 
 
-def test_the_four_backends_are_registered_and_typos_get_a_suggestion() -> None:
-    assert LLM_BACKENDS.names() == ["local", "openai", "replay", "rules"]
+def test_the_three_backends_are_registered_and_typos_get_a_suggestion() -> None:
+    assert LLM_BACKENDS.names() == ["local", "openai", "replay"]
+    with pytest.raises(UnknownNameError):  # `--llm rules` means no model: it is not a backend
+        make_llm("rules")
     with pytest.raises(UnknownNameError, match="Did you mean 'local'"):
         make_llm("lokal")
 
@@ -54,8 +53,8 @@ def test_building_the_local_backend_starts_nothing() -> None:
 
 def test_every_shipped_prompt_renders_with_the_contract_variables() -> None:
     prompts = PromptLibrary()
-    assert {c.prompt for c in CASES} <= set(prompts.names())
-    for case in CASES:
+    assert {c.prompt for c in cases()} == set(prompts.names())  # every shipped prompt is one the loop sends
+    for case in cases():
         rendered = prompts.render(case.prompt, case.variables)
         assert rendered.system.startswith("You are part of CoDA") and rendered.user
         assert "{{" not in rendered.user and "{%" not in rendered.user
@@ -75,33 +74,6 @@ def test_prompts_are_strict(tmp_path: Path) -> None:
         prompts.render("p", {})
     with pytest.raises(PromptError, match="Did you mean 'child'"):
         prompts.render("chlid", {})
-
-
-def _rule(variables) -> FailureDiagnosis:
-    return FailureDiagnosis(factor=variables["factors"][0]["name"], phase="grasp", explanation="rule")
-
-
-def test_rules_backend_answers_structured_prompts_with_registered_functions(tmp_path: Path) -> None:
-    log = CallLog(tmp_path / "calls.jsonl")
-    llm = make_llm("rules", rules={"diagnose_failure": _rule}, call_log=log)
-    case = CASES[0]
-    answer = llm.structured(case.prompt, case.variables, FailureDiagnosis)
-    assert answer == FailureDiagnosis(factor="object_width", phase="grasp", explanation="rule")
-    (row,) = log.read()
-    assert row["backend"] == "rules" and row["ok"] and row["tokens_in"] is None
-
-
-def test_rules_backend_validates_dicts_and_refuses_what_it_cannot_do() -> None:
-    llm = RulesLLM({"d": lambda v: {"factor": "f", "phase": "p", "explanation": "e"},
-                    "bad": lambda v: {"factor": "f"}})
-    assert llm.structured("d", {}, FailureDiagnosis).factor == "f"
-    with pytest.raises(LLMOutputError) as info:
-        llm.structured("bad", {}, FailureDiagnosis)
-    assert info.value.problem == "schema"
-    with pytest.raises(LLMUnsupportedError, match="Did you mean 'd'"):
-        llm.structured("dd", {}, FailureDiagnosis)
-    with pytest.raises(LLMUnsupportedError, match="cannot write free text"):
-        llm.text("summarize_mode", {})
 
 
 class _Other(BaseModel):

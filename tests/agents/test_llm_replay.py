@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.bench.llm import CASES
+from agents.bench.llm import cases
 from agents.llm import (
     LLMOutputError,
     OpenAICompleter,
@@ -20,7 +20,7 @@ from agents.llm import (
 )
 from tests.fakes.openai_server import FakeOpenAIServer, tool_call_reply
 
-DIAGNOSE = CASES[0]
+DIAGNOSE = cases()[0]
 
 
 def _recorder(path: Path, base_url: str) -> PromptedLLM:
@@ -58,11 +58,12 @@ def test_an_unseen_prompt_fails_loudly_naming_it(fake_openai: FakeOpenAIServer, 
     path = tmp_path / "rec.json"
     _ask(_recorder(path, fake_openai.base_url))
     replay = PromptedLLM(ReplayCompleter(path))
-    with pytest.raises(ReplayMissError, match="diagnose_failure") as info:
+    with pytest.raises(ReplayMissError, match="critic_diagnose") as info:
         _ask(replay, {**DIAGNOSE.variables, "instruction": "stack the cubes"})
-    assert "1 recordings of 'diagnose_failure' exist with other content" in str(info.value)
-    with pytest.raises(ReplayMissError, match="no recording of prompt 'summarize_mode' at all"):
-        replay.text("summarize_mode", CASES[3].variables)
+    assert "1 recordings of 'critic_diagnose' exist with other content" in str(info.value)
+    other = cases()[2]
+    with pytest.raises(ReplayMissError, match="no recording of prompt 'writer_training' at all"):
+        replay.structured(other.prompt, other.variables, other.schema, max_tokens=other.max_tokens)
 
 
 def test_a_recorded_bad_answer_replays_as_the_same_error(fake_openai: FakeOpenAIServer,
@@ -86,5 +87,5 @@ def test_replay_needs_an_existing_file_and_record_needs_a_backend(tmp_path: Path
 def test_the_committed_fixture_covers_every_contract_case() -> None:
     fixture = Path(__file__).parent / "fixtures" / "llm_replay.json"
     entries = json.loads(fixture.read_text())["entries"].values()
-    assert {e["prompt_name"] for e in entries} == {c.prompt for c in CASES}
+    assert {e["prompt_name"] for e in entries} == {c.prompt for c in cases()}
     assert all(e["recorded_with"]["backend"] == "local" for e in entries)

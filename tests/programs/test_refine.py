@@ -1,5 +1,5 @@
 """Refinement: a training program that disagrees with the demonstrations is repaired deterministically,
-an optional rewriter is used only when it helps, and the result records its lineage."""
+and the result records its lineage."""
 
 from __future__ import annotations
 
@@ -101,24 +101,3 @@ def test_candidates_keep_the_verifier_last():
     for _, cand in candidates(_broken(), []):
         assert cand.subgoals[-1].done == _broken().subgoals[-1].done
         assert cand.parent_id == _broken().parent_id  # lineage is set once, on the final result
-
-
-def test_rewriter_is_used_when_it_helps_and_ignored_when_invalid(demos):
-    episodes = demos("pick_place")
-    seen = []
-
-    def good(tp, evidence, report):
-        seen.append(report.agreement)
-        return SEED
-
-    fixed = refine(_broken(), Evidence(episodes), rewriter=good)
-    assert seen and seen[0] < 0.9
-    assert "rewritten by the rewriter" in fixed.refinement and fixed.subgoals == SEED.subgoals
-
-    def invalid(tp, evidence, report):
-        g = tp.model_dump()["subgoals"]
-        g[0]["done"] = "open_the_pod_bay_doors()"
-        return _variant(g)
-
-    fixed = refine(_broken(), Evidence(episodes), rewriter=invalid)
-    assert "rewriter" not in fixed.refinement and agreement(fixed, episodes) >= 0.9

@@ -126,7 +126,7 @@ def _training_program(deps: Deps, dx: Any, family: str, mode_id: str, round_no: 
         info["agreement"] = round_(agreement(tp, demos))
         if info["agreement"] < threshold and deps.config.method_config.refine:
             draft = tp
-            tp = refine(tp, Evidence(demos, threshold, note=dx.text()))
+            tp = refine(tp, Evidence(demos, threshold))
             info["agreement_refined"] = round_(agreement(tp, demos))
             if tp is not draft:  # the refined program's parent, on disk beside it
                 info["draft"] = save_program(deps, draft, round_no)
