@@ -6,7 +6,7 @@
         --record tests/agents/fixtures/llm_replay.json    # (one line) the contract tests' fixture
     python -m agents.bench.llm --save-case runs/ct2/cases 19    # remake CONTRACT_CASE from a critic case
 
-The cases (`CASES`) are the three prompts the loop sends, with the variables, schemas and validation the
+The cases (`cases()`) are the three prompts the loop sends, with the variables, schemas and validation the
 loop uses: the critic (`critic_diagnose` → `DiagnosisOut`, validated by `answer_to_diagnosis`), the
 generation writer (`writer_generation` → `GenerationOut`, the program applied and checked) and the
 training writer (`writer_training` → `SubgoalsOut`, the subgoals as a checked program). They are also the
@@ -125,9 +125,11 @@ def _training_case() -> Case:
     def use(out: SubgoalsOut) -> Any:
         return subgoals_program(out, base, meta)
 
-    def new(out: SubgoalsOut) -> bool:
-        seed = [(g.done, g.progress) for g in base.subgoals]
-        return _usable(use)(out) and [(g.done, g.progress) for g in use(out).subgoals] != seed
+    def stages(tp: Any) -> list[tuple[str, str]]:
+        return [(g.done, g.progress) for g in tp.subgoals]
+
+    def new(out: SubgoalsOut) -> bool:  # asked of valid answers only (`run_case`)
+        return stages(use(out)) != stages(base)
 
     return Case(name="training_writer", prompt=TRAIN_PROMPT, schema=SubgoalsOut,
                 max_tokens=config.max_tokens_subgoals, variables=training_variables(base, dx),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from agents.bench.llm import contract_inputs
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, text_reply, tool_call_reply, tool_name
 
 
+@cache  # built on the first fake request, not when the agents tests are collected
 def _canned() -> dict[str, dict[str, Any]]:
     """A usable answer to each contract prompt, read off the contract case: the known cause, an edit of
     the mode's factor to the diagnosis's own value, the seed training program's stages."""
@@ -29,7 +31,6 @@ def _canned() -> dict[str, dict[str, Any]]:
     }
 
 
-CANNED = _canned()
 CANNED_TEXT = "The piece's yaw put its corners across the fingers."
 
 
@@ -37,7 +38,7 @@ def canned(body: dict[str, Any]) -> Reply:
     """A valid answer to any contract prompt: the canned arguments for the requested schema, else text."""
     name = tool_name(body)
     if name:
-        return tool_call_reply(CANNED[name])(body)
+        return tool_call_reply(_canned()[name])(body)
     return text_reply(CANNED_TEXT)(body)
 
 
