@@ -4,7 +4,7 @@
     python -m agents.bench.llm --models qwen2.5-coder-1.5b --threads 1
     python -m agents.bench.llm --models qwen2.5-coder-1.5b --threads 1 --no-extra-buffers
         --record tests/agents/fixtures/llm_replay.json    # (one line) the contract tests' fixture
-    python -m agents.bench.llm --save-case runs/ct2/cases 19    # remake CONTRACT_CASE from a critic case
+    python -m agents.bench.llm --save-case runs/ct2/cases --case-index 19 # CONTRACT_CASE from a critic case
 
 The cases (`cases()`) are the three prompts the loop sends, with the variables, schemas and validation the
 loop uses: the critic (`critic_diagnose` → `DiagnosisOut`, validated by `answer_to_diagnosis`), the
@@ -203,12 +203,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
     ap.add_argument("--record", type=Path, help="write answers of the first model to this replay file")
     ap.add_argument("--no-extra-buffers", action="store_true", help="see LocalConfig.extra_buffers")
-    ap.add_argument("--save-case", nargs=2, metavar=("CASES", "K"),
-                    help="write case K of an agents.bench.critic_truth --save-cases folder as the contract "
-                         f"case ({CONTRACT_CASE.name}) and stop")
+    ap.add_argument("--save-case", type=Path, metavar="CASES",
+                    help="write case --case-index of an agents.bench.critic_truth --save-cases folder as the "
+                         f"contract case ({CONTRACT_CASE.name}) and stop")
+    ap.add_argument("--case-index", type=int, default=0, metavar="K", help="the case --save-case takes")
     args = ap.parse_args(argv)
     if args.save_case:
-        save_case(Path(args.save_case[0]), int(args.save_case[1]))
+        save_case(args.save_case, args.case_index)
         print(f"wrote {CONTRACT_CASE}")
         return
     rows = []
