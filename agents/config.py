@@ -85,6 +85,10 @@ METHODS.register("coda_dense_reward", dataclasses.replace(_CODA, shaping="dense_
 METHODS.register("coda_no_refine", dataclasses.replace(_CODA, refine=False))
 # CoDA whose budget never returns to the seed distribution (FINDINGS #22): a Table 1 row beside `coda`.
 METHODS.register("coda_no_seed_arm", dataclasses.replace(_CODA, seed_arm=False))
+# The attribution pair (FINDINGS #25): uniform (SFT) is the one row CoDA (weighted update) is reliably below;
+# these two swap the update between them, so scenes and update are measured apart.
+METHODS.register("coda_sft", dataclasses.replace(_CODA, update="sft"))
+METHODS.register("uniform_aw", MethodConfig(generator="uniform", update="aw"))
 
 
 @dataclass(frozen=True, kw_only=True)
