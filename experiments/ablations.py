@@ -39,6 +39,7 @@ from experiments.table1 import (
     TABLE_METHODS,
     TABLES,
     TablePreset,
+    boot_home,
     cell_arguments,
     checked_cells,
     load_bootstraps,
@@ -192,8 +193,7 @@ def write_table(results: Path, preset: TablePreset, preset_name: str, command: s
     cells = table_cells(results, preset)
     # the bootstraps are Table 1's (shared by hash); a record of this table's own is read only for a seed
     # Table 1 has none
-    boots = {**load_bootstraps(results, preset.table),
-             **(load_bootstraps(results, preset.label) if preset.label else {})}
+    boots = load_bootstraps(results, boot_home(preset))
     table = aggregate(cells, preset_name, reach, boots)
     meta = provenance(command)
     meta["cell_commits"] = sorted({c.get("code_commit", "unrecorded") for c in cells})

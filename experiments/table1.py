@@ -4,6 +4,7 @@ budget (accepted scenes per family per round), evaluated on the frozen suites (`
     python -m experiments.table1 --preset smoke                      # the harness end to end (minutes)
     python -m experiments.table1 --preset default --seeds 3 --commit # the table (resumes; commits each cell)
     python -m experiments.table1 --preset default --methods coda,scalar --seeds 1
+    python -m experiments.table1 --preset rounds3 --seeds 5 --commit  # a third round on Table 1's cells
 
 Each (method, seed) cell is an ordinary run directory (`<out>/<method>_seed<k>/`, made by
 `python -m agents.run`), so a killed table resumes where it stopped: finished cells are skipped, an
@@ -11,7 +12,8 @@ interrupted cell continues with `agents.run --resume`. The bootstrap SFT of a se
 `<out>/_bootstrap_seed<k>/`) and copied into every cell that bootstraps; each cell's `policy/round_00.pt`
 is then checked against it by hash. Every finished cell writes `<results>/<table>/<method>_seed<k>.json`
 (committed with `--commit`), and the table — `<results>/<table>.json` (schema in `aggregate`) and
-`<table>.md` — is rebuilt from whatever cells exist.
+`<table>.md` — is rebuilt from whatever cells exist. A table that extends another with more rounds
+(`rounds3`) forks that table's finished cells after their last round and runs only the rounds it adds.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 # the policy shipped with the code: Table 1's seed-0 bootstrap (`coda_policy/pretrained/README.md`)
 PRETRAINED = Path(__file__).resolve().parents[1] / "coda_policy" / "pretrained" / "seed_sft_4fam.pt"
+FORK_NOTE = "table_fork.json"  # in a cell forked from another table's cell (`extended_cell`): from where
 SHARED_BOOTSTRAP = ("scenes/round_00", "validity/round_00", "episodes/round_00", "programs/round_00",
                     "policy/round_00.pt", "train/round_00.json")
 
@@ -62,8 +65,12 @@ class TablePreset:
     # name of the table's files under the results directory
     table: str = "table1"
     # the cells' run-config label is "<run_preset>+<label>" (default: the table's name); a table that shares
-    # another's cells (the ablations share Table 1's CoDA cells and bootstraps) takes that table's label
+    # another's cells (the ablations share Table 1's CoDA cells and bootstraps) takes that table's label, and
+    # reads and keeps each seed's bootstrap (record and policy) in that table's folder (`boot_home`)
     label: str | None = None
+    # a table preset whose cells these are with more rounds: a cell starts as a fork of that table's
+    # finished run at its last round (`extended_cell`), so the shared rounds are computed once
+    extends: str | None = None
 
 
 TABLES: Registry[TablePreset] = Registry("table preset")
@@ -87,6 +94,12 @@ TABLES.register("default", TablePreset(
 # weighted update as it was before FINDINGS #11, while a bug drew its "rollout" half from every chunk; they
 # are gone with that update, and their cells are kept in docs/results/findings/table1_mask_bug/.
 # The paper's shape: five rounds at budget 8 (many hours on 2 cores).
+# Table 1's `default` with a third round, so memory's modes (founded in rounds 1–2) have a round to steer:
+# each cell forks Table 1's finished cell after round 2 (FINDINGS #12: the two-round table measures the
+# update and the exploration, not the memory). Its bootstraps are Table 1's.
+TABLES.register("rounds3", dataclasses.replace(
+    TABLES.get("default"), table="table1_rounds3", label="table1", extends="default",
+    overrides={**TABLES.get("default").overrides, "rounds": 3}))
 TABLES.register("full", TablePreset(run_preset="default", seeds=3, per_split=10, table="table1_full",
                                     overrides={"llm": "rules", "rounds": 5, "thumbnails": False}))
 
@@ -138,6 +151,12 @@ def run_cell(cfg: RunConfig, run: Path, where: Sequence[str] = ()) -> None:
     _agents_run(["--config", str(cfg_file), "--out", str(run), *where], run / "agents_run.log")
 
 
+def boot_home(preset: TablePreset) -> str:
+    """The results folder that holds the seeds' bootstraps (records and kept policies) of `preset`'s cells:
+    the label's table when it shares another table's cells, else its own — one record per bootstrap."""
+    return preset.label or preset.table
+
+
 def bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: int,
                    out: Path) -> tuple[RunConfig, Path]:
     """The config and run directory of the seed's bootstrap: round 0 only, SFT on seed demonstrations."""
@@ -174,12 +193,13 @@ def kept_bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: in
     cfg, run = bootstrap_cell(preset, seed, critic, workers, out)
     if (run / "trace.sqlite").exists():
         return cfg, run
-    kept = kept_bootstrap(results, preset.table, seed)
+    home = boot_home(preset)
+    kept = kept_bootstrap(results, home, seed)
     if kept is not None:
         learn = dataclasses.replace(cfg.learn, init_policy=str(kept.resolve()), sft_steps=0)
         return dataclasses.replace(cfg, learn=learn), run
-    if (results / preset.table / "bootstrap" / f"seed{seed}.json").exists():
-        raise RuntimeError(f"seed {seed}'s bootstrap is recorded ({results / preset.table}/bootstrap/"
+    if (results / home / "bootstrap" / f"seed{seed}.json").exists():
+        raise RuntimeError(f"seed {seed}'s bootstrap is recorded ({results / home}/bootstrap/"
                            f"seed{seed}.json) but its policy is neither in {run} nor kept as "
                            f"seed{seed}_round_00.pt: a new bootstrap would not match the seed's cells; "
                            "move the seed's records aside to run it again in full")
@@ -190,11 +210,11 @@ def keep_bootstrap(preset: TablePreset, seed: int, run: Path, results: Path) -> 
     """After the bootstrap ran: its round-0 policy is the kept one (copied over the run's re-saved file), or
     — newly trained — copied under `results` to be committed with the seed's record."""
     policy = run / "policy" / "round_00.pt"
-    kept = kept_bootstrap(results, preset.table, seed)
+    kept = kept_bootstrap(results, boot_home(preset), seed)
     if kept is not None and sha256(kept) != sha256(policy):
         shutil.copy2(kept, policy)
     elif kept is None:
-        dst = results / preset.table / "bootstrap" / f"seed{seed}_round_00.pt"
+        dst = results / boot_home(preset) / "bootstrap" / f"seed{seed}_round_00.pt"
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(policy, dst)
 
@@ -278,9 +298,9 @@ def evaluate_cell(cfg: RunConfig, run: Path, preset: TablePreset, pool: EpisodeP
 def bootstrap_record(preset: TablePreset, seed: int, critic: str, workers: int, out: Path, results: Path,
                      pool: EpisodePool) -> Path:
     """The seed's shared bootstrap policy on every split of the frozen suites, recorded once as
-    `<results>/<table>/bootstrap/seed<k>.json`: what each cell's final policy is compared with (forgetting:
-    ID success lost; gain: OOD success won)."""
-    path = results / preset.table / "bootstrap" / f"seed{seed}.json"
+    `<results>/<boot_home>/bootstrap/seed<k>.json`: what each cell's final policy is compared with
+    (forgetting: ID success lost; gain: OOD success won)."""
+    path = results / boot_home(preset) / "bootstrap" / f"seed{seed}.json"
     if path.exists():
         return path
     boot = shared_bootstrap(preset, seed, critic, workers, out, results)
@@ -358,6 +378,9 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
         "bootstrap_sha256": sha256(policy0) if policy0.exists() else None,
         "bootstrap_shared": boot_hash is not None and sha256(policy0) == boot_hash,
         "wall_s": round(wall_s, 1), "run_dir": str(run), "code_commit": provenance("")["commit"],
+        # a cell of an extending table: the cell it was forked from (its rounds, and their wall time, are
+        # that cell's; `wall_s` counts the rounds added here)
+        "forked_from": json.loads(fork.read_text()) if (fork := run / FORK_NOTE).exists() else None,
     }
 
 
@@ -372,7 +395,7 @@ def provenance(command: str) -> dict[str, Any]:
 
 def write_table(results: Path, preset: TablePreset, preset_name: str, command: str) -> dict[str, Any]:
     cells = [json.loads(p.read_text()) for p in sorted((results / preset.table).glob("*_seed*.json"))]
-    table = aggregate(cells, preset_name, load_bootstraps(results, preset.table))
+    table = aggregate(cells, preset_name, load_bootstraps(results, boot_home(preset)))
     meta = provenance(command)
     meta["cell_commits"] = sorted({c.get("code_commit", "unrecorded") for c in cells})
     table["provenance"] = meta
@@ -435,7 +458,7 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
     if any(METHODS.get(m).bootstrap_sft for m in methods):
         path = bootstrap_record(preset, seed, critic, workers, out, results, pool)
         if commit:
-            _commit([path, *bootstrap_files(results, preset.table, seed)],
+            _commit([path, *bootstrap_files(results, boot_home(preset), seed)],
                     f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
     for method in methods:
         todo = pending_cell(preset, method, seed, critic, workers, out, results, log)
@@ -461,7 +484,38 @@ def pending_cell(preset: TablePreset, method: str, seed: int, critic: str, worke
     if record.exists():
         log(f"{method} seed {seed}: recorded, skipped")
         return None
-    return cell_config(preset, method, seed, critic, workers), out / f"{method}_seed{seed}", record
+    cfg, run = cell_config(preset, method, seed, critic, workers), out / f"{method}_seed{seed}"
+    if preset.extends is not None and not run.exists():
+        extended_cell(preset, cfg, run, out.parent / f"table1_{preset.extends}" / run.name, log)
+    return cfg, run, record
+
+
+def extended_cell(preset: TablePreset, cfg: RunConfig, run: Path, base_run: Path, log: Any) -> bool:
+    """Start the cell `run` of a table that extends another (`TablePreset.extends`: the same cells with more
+    rounds) as a fork of `base_run`, that table's cell, at its last round (`agents.replay.fork`) — when the
+    base run finished and its config is this cell's but for the rounds. False (and a log line) otherwise: the
+    cell then runs from its bootstrap like any other."""
+    from rich.console import Console
+
+    from agents.graph.rundir import RunDir
+    from agents.replay import fork, history, open_app
+
+    base = TABLES.get(preset.extends)
+    rounds = base.overrides.get("rounds", PRESETS.get(base.run_preset).rounds)
+    if not (base_run / "config.json").is_file() or len(metrics_rows(base_run)) < rounds + 1:
+        log(f"{run.name}: no finished cell of `{preset.extends}` in {base_run}; it runs from the bootstrap")
+        return False
+    have = RunConfig.from_json((base_run / "config.json").read_text())
+    if dataclasses.replace(have, rounds=cfg.rounds, workers=cfg.workers) != cfg:
+        log(f"{run.name}: {base_run} was run with another config; running it from the bootstrap")
+        return False
+    with open_app(RunDir(base_run)) as app:
+        last = [s for s in history(app) if s.values.get("node") == "report"][-1]
+        fork(app, RunDir(base_run), str(last.metadata.get("step")), run, cfg.rounds, Console(quiet=True))
+    (run / "config.json").write_text(cfg.to_json())
+    (run / FORK_NOTE).write_text(json.dumps({"run": str(base_run), "after_round": have.rounds}) + "\n")
+    log(f"{run.name}: forked from {base_run} after round {have.rounds}")
+    return True
 
 
 def finish_cell(cfg: RunConfig, run: Path, preset: TablePreset, preset_name: str, record: Path, wall_s: float,

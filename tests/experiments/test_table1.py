@@ -141,3 +141,39 @@ def test_a_seeds_bootstrap_comes_from_the_kept_policy_and_a_lost_one_stops_the_t
     (folder / "seed1.json").write_text(json.dumps({"bootstrap_sha256": "0" * 64}))
     with pytest.raises(RuntimeError, match="move the seed's records aside"):
         table1.kept_bootstrap_cell(preset, 1, "rules", 1, out, tmp_path / "results")
+
+
+def test_a_table_with_more_rounds_forks_the_finished_cells(smoke_table: tuple[Path, Path, dict],
+                                                          tmp_path: Path) -> None:
+    """A table that extends another (`TablePreset.extends`) starts each cell as a fork of that table's
+    finished cell after its last round and runs only the rounds added; the shared rounds are the base
+    cell's own (same policies, same curve), its bootstraps are read where the base keeps them."""
+    import dataclasses
+
+    local_out, local_results, _ = smoke_table
+    smoke = table1.TABLES.get("smoke")
+    name = "smoke_extended_by_a_test"
+    if name not in table1.TABLES.names():
+        table1.TABLES.register(name, dataclasses.replace(
+            smoke, table="table1_smoke_extended", label="table1_smoke", extends="smoke",
+            overrides={**smoke.overrides, "rounds": 2}))
+    base = tmp_path / "table1_smoke"
+    shutil.copytree(local_out, base, ignore=shutil.ignore_patterns("_eval_cache"))
+    results = tmp_path / "results"
+    shutil.copytree(local_results / "table1_smoke" / "bootstrap", results / "table1_smoke" / "bootstrap")
+    seen: list[str] = []
+    table1.run_table(name, ["coda", "uniform"], [0], critic="rules", workers=1, out=tmp_path / "ext",
+                     results=results, commit=False, command="test", log=seen.append)
+    assert any("coda_seed0: forked from" in line for line in seen), seen
+    for m in ("coda", "uniform"):
+        rec = json.loads((results / "table1_smoke_extended" / f"{m}_seed0.json").read_text())
+        was = json.loads((local_results / "table1_smoke" / f"{m}_seed0.json").read_text())
+        assert set(rec["curve"]) == {"round_00", "round_01", "round_02"}
+        assert {k: rec["curve"][k] for k in was["curve"]} == was["curve"]
+        assert rec["forked_from"] == {"run": str(base / f"{m}_seed0"), "after_round": 1}
+        assert rec["bootstrap_shared"] and rec["bootstrap_sha256"] == was["bootstrap_sha256"]
+        cell = tmp_path / "ext" / f"{m}_seed0"
+        assert table1.sha256(cell / "policy" / "round_01.pt") == table1.sha256(base / f"{m}_seed0" / "policy"
+                                                                               / "round_01.pt")
+        assert json.loads((cell / "config.json").read_text())["rounds"] == 2
+    assert not (results / "table1_smoke_extended" / "bootstrap").exists()  # one home: the base table's
