@@ -490,6 +490,18 @@ def pending_cell(preset: TablePreset, method: str, seed: int, critic: str, worke
     return cfg, run, record
 
 
+def _without_model_budgets(cfg: RunConfig) -> RunConfig:
+    """`cfg` with the LLM answers' token budgets at their defaults when no LLM is asked (`llm` "rules"):
+    they cannot change such a run, and a budget raised since a cell ran must not make it a different cell."""
+    from agents.config import CriticConfig, WriterConfig
+
+    if cfg.llm != "rules":
+        return cfg
+    tokens = {f.name: f.default for f in dataclasses.fields(WriterConfig) if f.name.startswith("max_tokens")}
+    return dataclasses.replace(cfg, writer=dataclasses.replace(cfg.writer, **tokens),
+                               critic=dataclasses.replace(cfg.critic, max_tokens=CriticConfig.max_tokens))
+
+
 def extended_cell(preset: TablePreset, cfg: RunConfig, run: Path, base_run: Path, log: Any) -> bool:
     """Start the cell `run` of a table that extends another (`TablePreset.extends`: the same cells with more
     rounds) as a fork of `base_run`, that table's cell, at its last round (`agents.replay.fork`) — when the
@@ -506,7 +518,8 @@ def extended_cell(preset: TablePreset, cfg: RunConfig, run: Path, base_run: Path
         log(f"{run.name}: no finished cell of `{preset.extends}` in {base_run}; it runs from the bootstrap")
         return False
     have = RunConfig.from_json((base_run / "config.json").read_text())
-    if dataclasses.replace(have, rounds=cfg.rounds, workers=cfg.workers) != cfg:
+    if _without_model_budgets(dataclasses.replace(have, rounds=cfg.rounds, workers=cfg.workers)) != \
+            _without_model_budgets(cfg):
         log(f"{run.name}: {base_run} was run with another config; running it from the bootstrap")
         return False
     with open_app(RunDir(base_run)) as app:

@@ -177,3 +177,16 @@ def test_a_table_with_more_rounds_forks_the_finished_cells(smoke_table: tuple[Pa
                                                                                / "round_01.pt")
         assert json.loads((cell / "config.json").read_text())["rounds"] == 2
     assert not (results / "table1_smoke_extended" / "bootstrap").exists()  # one home: the base table's
+
+
+def test_a_token_budget_no_model_reads_does_not_make_another_cell() -> None:
+    import dataclasses
+
+    cfg = table1.cell_config(table1.TABLES.get("default"), "coda", 0, "rules", 1)
+    older = dataclasses.replace(cfg, writer=dataclasses.replace(cfg.writer, max_tokens_subgoals=800))
+    assert table1._without_model_budgets(older) == table1._without_model_budgets(cfg)
+    other = dataclasses.replace(cfg, writer=dataclasses.replace(cfg.writer, band=0.5))
+    assert table1._without_model_budgets(other) != table1._without_model_budgets(cfg)
+    asked = dataclasses.replace(older, llm="local")
+    assert table1._without_model_budgets(asked) != table1._without_model_budgets(dataclasses.replace(cfg,
+                                                                                                    llm="local"))
