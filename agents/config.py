@@ -46,7 +46,8 @@ class MethodConfig:
     # training program's staged potential), "sparse" (the verifier only), "task_potential" (a potential
     # from the task description alone), "dense_reward" (the program's stages as a free-form dense reward,
     # not a potential difference)
-    shaping: Literal["text2potential", "sparse", "task_potential", "dense_reward"] = "text2potential"
+    shaping: Literal["text2potential", "text2potential_unit", "sparse", "task_potential",
+                     "dense_reward"] = "text2potential"
     # refine a compiled training program that agrees with the expert demos below the threshold
     # (`CompileConfig.agreement_threshold`); off, the writer's checked program is used as written
     refine: bool = True
@@ -83,6 +84,7 @@ METHODS.register("coda_sparse", dataclasses.replace(_CODA, shaping="sparse"))
 METHODS.register("coda_task_potential", dataclasses.replace(_CODA, shaping="task_potential"))
 METHODS.register("coda_dense_reward", dataclasses.replace(_CODA, shaping="dense_reward"))
 METHODS.register("coda_no_refine", dataclasses.replace(_CODA, refine=False))
+METHODS.register("coda_unit", dataclasses.replace(_CODA, shaping="text2potential_unit"))  # βΦ ∈ [0, 1]
 # CoDA whose budget never returns to the seed distribution (FINDINGS #22): a Table 1 row beside `coda`.
 METHODS.register("coda_no_seed_arm", dataclasses.replace(_CODA, seed_arm=False))
 # The attribution pair (FINDINGS #25): uniform (SFT) is the one row CoDA (weighted update) is reliably below;

@@ -11,7 +11,11 @@ over i < τ − t, the endpoint term βγ^hΦ and the bootstrap are both omitted
 Φ(absorbing) = 0, the terminal rule under which shaping keeps the optimal policy (values shift by −βΦ).
 A chunk cut by the step limit is not terminal: it keeps its endpoint term and bootstraps (n = T − t).
 
-Modes (all real code paths): `text2potential` Φ from a training program; `sparse` Φ ≡ 0;
+Modes (all real code paths): `text2potential` Φ from a training program; `text2potential_unit` the same
+with β = 1/m for a program of m subgoals, so that βΦ ∈ [0, 1] is on the scale of the success reward it is
+added to (shaping is a prior on the value, V ≈ βΦ before the critic learns: with β = 1 a state with four of
+five stages done is worth four successes, and a critic that only half-learns that drop ranks the last
+chunk of a success below a failure's — FINDINGS #25); `sparse` Φ ≡ 0;
 `task_potential` Φ from a one-subgoal program written from the scene's goal (verifier + distance
 progress); `dense_reward` Φ ≡ 0 plus a free-form dense reward −c·(|ee − a| + |a − b|) per step, which is
 not a potential difference; `frozen_actor` shapes like `text2potential` (its difference is at the policy).
@@ -31,7 +35,8 @@ from sim.predicates import goal_reached
 from sim.scene import Predicate, SceneSpec
 from sim.world import WorldState
 
-SHAPING_MODES = ("text2potential", "sparse", "task_potential", "dense_reward", "frozen_actor")
+SHAPING_MODES = ("text2potential", "text2potential_unit", "sparse", "task_potential", "dense_reward",
+                 "frozen_actor")
 TASK_PROGRESS_RANGE = 0.5  # m: distance at which the task-description potential's progress is 0
 
 
@@ -41,7 +46,7 @@ class ShapingConfig:
 
     # one of SHAPING_MODES
     mode: str = "text2potential"
-    # shaping scale β; None takes the training program's
+    # shaping scale β; None takes the training program's (`text2potential_unit`: 1/m)
     beta: float | None = None
     # discount per control step γ; None takes the training program's
     gamma: float | None = None
@@ -78,6 +83,11 @@ def per_step_shaped(rewards: np.ndarray, phis: np.ndarray, *, gamma: float, beta
     if terminal:
         phi[-1] = 0.0
     return np.asarray(rewards, float) + beta * gamma * phi[1:] - beta * phi[:-1]
+
+
+def unit_beta(program: TrainingProgram) -> float:
+    """β = 1/m for a program of m subgoals: βΦ ∈ [0, 1], the scale of the sparse success reward."""
+    return 1.0 / len(program.subgoals)
 
 
 def td_target(g: np.ndarray, v_end: np.ndarray, discount: np.ndarray, bootstrap: np.ndarray) -> np.ndarray:
@@ -233,7 +243,8 @@ def shape_episodes(episodes: Sequence[Episode], cfg: ShapingConfig, program: Tra
     (default h: chunks executed whole), so those are its decision points; an expert acts every step, so
     its chunks start every `demo_stride` steps (default h)."""
     gamma = cfg.gamma if cfg.gamma is not None else program.gamma
-    beta = cfg.beta if cfg.beta is not None else program.beta
+    beta = cfg.beta if cfg.beta is not None else unit_beta(program) if cfg.mode == "text2potential_unit" \
+        else program.beta
     source = PotentialSource(cfg.mode, program)
     cols: list[list] = [[] for _ in range(8)]
     index, demo, success, bphi0, bphi1 = [], [], [], [], []

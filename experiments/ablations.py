@@ -8,7 +8,8 @@ Every row is a method of the one graph (`agents.config.METHODS`): CoDA whose adv
 shaped by the sparse verifier only (`coda_sparse`), by a potential written from the task description alone
 (`coda_task_potential`), by the training program's stages as a free-form dense reward that is not a
 potential difference (`coda_dense_reward`), by the compiled training program used as written, without
-refinement against the expert demos (`coda_no_refine`), and by Text2potential (`coda`, the Table 1 row).
+refinement against the expert demos (`coda_no_refine`), by Text2potential with β = 1/m so that βΦ lies on the
+success reward's scale (`coda_unit`, FINDINGS #25), and by Text2potential (`coda`, the Table 1 row).
 
 The cells are Table 1's kind of cell: the default preset is Table 1's `default` (same run config, same
 label), and its run directories default to Table 1's, so the `coda` row and each seed's bootstrap are the
@@ -49,12 +50,14 @@ from experiments.table1 import (
 from experiments.table1 import write_table as write_table1
 from experiments.table_stats import change_vs_bootstrap, delta, mean_se, ms
 
-ABLATION_METHODS = ("coda_sparse", "coda_task_potential", "coda_dense_reward", "coda_no_refine", "coda")
+ABLATION_METHODS = ("coda_sparse", "coda_task_potential", "coda_dense_reward", "coda_no_refine", "coda_unit",
+                    "coda")
 ROW_LABELS = {
     "coda_sparse": "sparse verifier only",
     "coda_task_potential": "potential from the task description",
     "coda_dense_reward": "free-form dense reward (not a potential)",
     "coda_no_refine": "Text2potential without refinement",
+    "coda_unit": "Text2potential at β = 1/m (βΦ on the success reward's scale)",
     "coda": "Text2potential",
 }
 MULTI_STAGE = ("articulated", "put_inside", "stack_insert")

@@ -238,6 +238,12 @@ def test_modes_on_synthetic_episodes() -> None:
     assert np.count_nonzero(sparse.ret) == 3  # only the chunks that reach the goal earn anything
     assert not np.allclose(batches["dense_reward"].ret, sparse.ret)
     np.testing.assert_allclose(batches["frozen_actor"].ret, batches["text2potential"].ret)
+    unit = batches["text2potential_unit"]  # the same potential at β = 1/m: βΦ within [0, 1]
+    scaled = shape_episodes(eps, ShapingConfig(mode="text2potential", gamma=0.9, beta=1 / TP.m), TP, h=8,
+                            demo_stride=4)
+    np.testing.assert_allclose(unit.ret, scaled.ret)
+    np.testing.assert_allclose(unit.beta_phi_start, t2p.beta_phi_start / (TP.beta * TP.m))
+    assert unit.beta_phi_start.max() <= 1.0
     d = dense_rewards(eps[0], 0.5)
     s1 = eps[0].states[1]
     want = -0.5 * (np.linalg.norm(s1.ee_pos - s1.obj_pos[0]) + np.linalg.norm(s1.obj_pos[0] - s1.obj_pos[1]))

@@ -30,7 +30,8 @@ def _cell(method: str, seed: int, ood: dict[str, float], curve: list[float] | No
 def test_every_row_is_coda_with_only_its_training_signal_changed():
     coda = METHODS.get("coda")
     changed = {"coda_sparse": {"shaping": "sparse"}, "coda_task_potential": {"shaping": "task_potential"},
-               "coda_dense_reward": {"shaping": "dense_reward"}, "coda_no_refine": {"refine": False}}
+               "coda_dense_reward": {"shaping": "dense_reward"}, "coda_no_refine": {"refine": False},
+               "coda_unit": {"shaping": "text2potential_unit"}}
     for name, fields in changed.items():
         assert METHODS.get(name) == dataclasses.replace(coda, **fields), name
     assert set(ablations.ABLATION_METHODS) == {*changed, "coda"}
