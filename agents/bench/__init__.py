@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 
-def bench_llm(kind: str, a: argparse.Namespace, log_dir: Path) -> Any:
+def bench_llm(kind: str, a: argparse.Namespace, log_dir: Path, cache: Any = None) -> Any:
     """The LLM a benchmark's `local` or `openai` agent speaks to, from its flags (`--threads`;
     `--base-url`, `--model`, else $OPENAI_BASE_URL / $OPENAI_MODEL; the key from $OPENAI_API_KEY), its calls
-    logged to `<log_dir>/llm_calls_<kind>.jsonl`."""
+    logged to `<log_dir>/llm_calls_<kind>.jsonl`; with `cache` (a `ResponseCache`) an answer already given
+    is replayed (a resumed benchmark)."""
     import os
 
     from agents.llm import CallLog, LocalConfig, OpenAIConfig, make_llm
@@ -28,4 +29,4 @@ def bench_llm(kind: str, a: argparse.Namespace, log_dir: Path) -> Any:
         conf = OpenAIConfig(base_url=a.base_url or os.environ.get("OPENAI_BASE_URL", ""),
                             model=a.model or os.environ.get("OPENAI_MODEL", ""),
                             api_key=os.environ.get("OPENAI_API_KEY", "unused"))
-    return make_llm(kind, conf, call_log=CallLog(log_dir / f"llm_calls_{kind}.jsonl"))
+    return make_llm(kind, conf, cache=cache, call_log=CallLog(log_dir / f"llm_calls_{kind}.jsonl"))

@@ -212,16 +212,22 @@ def main(argv: list[str] | None = None) -> int:
     dxs = load_diagnoses(a.runs, a.max)
     if not dxs:
         ap.error("no diagnosis in those runs")
+    from agents.llm import ResponseCache
     from sandbox.pool import PoolConfig, SandboxPool
 
     demos = family_demos({f for f, _ in dxs}, a.demos, a.workers)
     log_dir = a.out.parent if a.out else Path(".")
-    rows = []
+    rows = finished_rows(a.out, a.runs, a.attempts)
+    done = {(r["writer"], r["family"], r["diagnosis"]) for r in rows}
     with SandboxPool(PoolConfig(workers=a.workers)) as sandbox:
         for w in a.writers:
-            llm = None if w == "rules" else bench_llm(w, a, log_dir)
+            todo = [(k, f, dx) for k, (f, dx) in enumerate(dxs) if (w, f, dx.text()[:200]) not in done]
+            if not todo:
+                continue
+            cache = ResponseCache(log_dir / f"llm_cache_{w}.sqlite") if a.out and w != "rules" else None
+            llm = None if w == "rules" else bench_llm(w, a, log_dir, cache)
             try:
-                for k, (family, dx) in enumerate(dxs):
+                for k, family, dx in todo:
                     row = {"writer": w, "family": family, "diagnosis": dx.text()[:200],
                            "generation": generation(family, dx, llm, sandbox, a.attempts),
                            "training": training(family, dx, llm, demos[family], a.attempts)}
@@ -229,14 +235,34 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{w} {k + 1}/{len(dxs)} {family} {dx.factor}/{dx.phase}: generation passed at "
                           f"{row['generation']['passed_at']}, training at {row['training']['passed_at']} "
                           f"(agreement {row['training'].get('agreement')})", flush=True)
+                    if a.out:  # every finished row is kept: a killed benchmark resumes after it
+                        save(a.out, a.runs, rows, a.attempts, complete=False)
             finally:
                 if llm is not None:
                     llm.close()
     s = summary(rows, a.attempts)
     print(table(s))
     if a.out:
-        write_json(a.out, {"runs": [str(r) for r in a.runs], "summary": s, "rows": rows})
+        save(a.out, a.runs, rows, a.attempts, complete=True)
     return 0
+
+
+def save(out: Path, runs: list[Path], rows: list[dict[str, Any]], attempts: int, *, complete: bool) -> None:
+    """The results so far; `complete` is False while diagnoses remain (a rerun of the same command resumes:
+    finished rows are kept, answers already given are replayed from `llm_cache_<writer>.sqlite` beside it,
+    so a resumed row's seconds leave out those calls — their latency is in the call log)."""
+    write_json(out, {"runs": [str(r) for r in runs], "attempts": attempts, "complete": complete,
+                     "summary": summary(rows, attempts), "rows": rows})
+
+
+def finished_rows(out: Path | None, runs: list[Path], attempts: int) -> list[dict[str, Any]]:
+    """The rows of an earlier, interrupted run of the same benchmark at `out` (none if it was another)."""
+    if out is None or not out.is_file():
+        return []
+    prev = json.loads(out.read_text())
+    if prev.get("runs") != [str(r) for r in runs] or prev.get("attempts") != attempts:
+        raise SystemExit(f"error: {out} holds results of other runs or attempts; choose another --out")
+    return list(prev["rows"])
 
 
 if __name__ == "__main__":

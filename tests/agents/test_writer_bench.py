@@ -50,3 +50,22 @@ def test_rules_writers_on_one_diagnosis(tmp_path) -> None:
     assert main(["--runs", str(tmp_path / "run"), "--max", "1", "--demos", "2", "--out", str(out)]) == 0
     s = json.loads(out.read_text())["summary"]["rules"]
     assert s["n"] == 1 and s["generation_first_try"] == 1 and s["training_first_try"] == 1
+
+
+def test_a_rerun_keeps_finished_rows_and_refuses_another_benchmarks_file(tmp_path, capsys) -> None:
+    import pytest
+
+    d = tmp_path / "run" / "diagnoses" / "round_01"
+    _record(d / "a.json", "pick_place", "obj_x", "validated")
+    _record(d / "b.json", "pick_place", "obj_y", "validated")
+    out = tmp_path / "w.json"
+    assert main(["--runs", str(tmp_path / "run"), "--max", "1", "--demos", "2", "--out", str(out)]) == 0
+    first = json.loads(out.read_text())
+    assert first["complete"] and len(first["rows"]) == 1
+    assert main(["--runs", str(tmp_path / "run"), "--max", "2", "--demos", "2", "--out", str(out)]) == 0
+    second = json.loads(out.read_text())
+    assert len(second["rows"]) == 2 and second["rows"][0] == first["rows"][0]  # kept, not run again
+    assert "rules 1/2" not in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="other runs or attempts"):
+        main(["--runs", str(tmp_path / "run"), "--max", "2", "--attempts", "1", "--demos", "2",
+              "--out", str(out)])
