@@ -2,6 +2,7 @@
 
     python -m experiments.critic_rank --runs runs/table1_default/coda_seed3,runs/table1_default/coda_seed4
     python -m experiments.critic_rank --runs RUN --rounds 2 --variants program,per_stage,sparse --out F.json
+    python -m experiments.critic_rank --recorded --runs RUN1,RUN2   # what the loop's updates recorded
 
 For every listed run (a finished `agents.run` directory of a weighted-update method) and round, the inputs of
 that round's `train` node are read back from its checkpoint — the same groups of episodes and training
@@ -119,6 +120,27 @@ def measure(run: Path, round_no: int, variants: list[str]) -> list[dict[str, Any
     return rows
 
 
+def recorded(runs: list[Path]) -> list[dict[str, Any]]:
+    """The same Â groups as each weighted update recorded them while the loop ran (`train/round_XX.json`; no
+    AUC there), one row per (run, round), the variant being the shaping the run used."""
+    rows = []
+    for run in runs:
+        for path in sorted(run.glob("train/round_*.json")):
+            m = json.loads(path.read_text())
+            if m.get("update") != "aw" or "adv_rollout_success" not in m:
+                continue
+            variant = {"text2potential": "program", "text2potential_unit": "per_stage"}.get(m["shaping"],
+                                                                                          m["shaping"])
+            rows.append({"run": str(run), "round": int(path.stem.split("_")[1]), "variant": variant,
+                         **{k: m[k] for k in ("adv_demo", "adv_rollout_success", "adv_rollout_failure")},
+                         "auc_success_over_failure": float("nan")})
+    return rows
+
+
+def _auc(v: float) -> str:
+    return "–" if np.isnan(v) else f"{v:.2f}"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     by: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
@@ -127,11 +149,12 @@ def table(rows: list[dict[str, Any]]) -> str:
              "| AUC success > failure | success ranked above failure |", "|---|---|---|---|---|---|---|"]
     for v, rs in by.items():
         def mean(k: str, rs: list[dict[str, Any]] = rs) -> float:
-            return float(np.nanmean([r[k] for r in rs]))
+            vals = [r[k] for r in rs if not np.isnan(r[k])]
+            return float(np.mean(vals)) if vals else float("nan")
 
         above = sum(r["adv_rollout_success"] > r["adv_rollout_failure"] for r in rs)
         lines.append(f"| {v} | {len(rs)} | {mean('adv_demo'):+.2f} | {mean('adv_rollout_success'):+.2f} | "
-                     f"{mean('adv_rollout_failure'):+.2f} | {mean('auc_success_over_failure'):.2f} | "
+                     f"{mean('adv_rollout_failure'):+.2f} | {_auc(mean('auc_success_over_failure'))} | "
                      f"{above}/{len(rs)} |")
     return "\n".join(lines)
 
@@ -143,8 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=comma_list(int), default=[1, 2], help="comma-separated rounds (1,2)")
     ap.add_argument("--variants", type=comma_list(choices=list(VARIANTS)), default=list(VARIANTS),
                     help=f"comma-separated of {', '.join(VARIANTS)}")
+    ap.add_argument("--recorded", action="store_true",
+                    help="fit nothing: the groups each run's weighted updates recorded (train/round_XX.json)")
     ap.add_argument("--out", type=Path, help="write every row and the command here (JSON)")
     a = ap.parse_args(argv)
+    if a.recorded:
+        print(table(recorded(a.runs)))
+        return 0
     missing = [str(r) for r in a.runs if not (r / "trace.sqlite").is_file()]
     if missing:
         print(f"error: not run directories (no trace.sqlite): {', '.join(missing)}", file=sys.stderr)
