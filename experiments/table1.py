@@ -409,6 +409,13 @@ def write_table(results: Path, preset: TablePreset, preset_name: str, command: s
     return table
 
 
+def table_files(results: Path, table: str) -> list[Path]:
+    """What a rebuilt table consists of: its JSON, its markdown and the page and plots the markdown shows."""
+    files = [results / f"{table}.json", results / f"{table}.md", results / f"{table}.html",
+             *sorted(results.glob(f"{table}_*.png"))]
+    return [f for f in files if f.exists()]
+
+
 def _commit(paths: Sequence[Path], message: str) -> None:
     subprocess.run(["git", "add", *map(str, paths)], cwd=ROOT, check=True)
     subprocess.run(["git", "commit", "-q", "-m", message, "--", *map(str, paths)], cwd=ROOT, check=False)
@@ -546,7 +553,7 @@ def finish_cell(cfg: RunConfig, run: Path, preset: TablePreset, preset_name: str
     ood = sum(rec["ood"].values()) / len(rec["ood"])
     log(f"{cfg.method} seed {cfg.seed}: avg OOD {ood:.1f} % ({rec['wall_s']:.0f} s)")
     if commit:
-        _commit([record, results / f"{preset.table}.json", results / f"{preset.table}.md"],
+        _commit([record, *table_files(results, preset.table)],
                 f"{preset.table} {preset_name}: {cfg.method} seed {cfg.seed} (avg OOD {ood:.1f} %)")
 
 

@@ -83,6 +83,9 @@ def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
         assert (results / f"table1_smoke_{plot}.png").stat().st_size > 1000
     page = (results / "table1_smoke.html").read_text()
     assert page.count("data:image/png;base64,") == 3 and "<td>coda</td>" in page
+    committed = {p.name for p in table1.table_files(results, "table1_smoke")}  # what --commit adds
+    assert committed == {"table1_smoke.json", "table1_smoke.md", "table1_smoke.html",
+                         *(f"table1_smoke_{p}.png" for p in ("ood_vs_envs", "gain", "memory"))}
     saved = json.loads((results / "table1_smoke.json").read_text())
     assert saved["methods"].keys() == table["methods"].keys() and "provenance" in saved
     again: list[str] = []
