@@ -13,7 +13,8 @@ interrupted cell continues with `agents.run --resume`. The bootstrap SFT of a se
 is then checked against it by hash. Every finished cell writes `<results>/<table>/<method>_seed<k>.json`
 (committed with `--commit`), and the table — `<results>/<table>.json` (schema in `aggregate`) and
 `<table>.md` — is rebuilt from whatever cells exist. A table that extends another with more rounds
-(`rounds3`) forks that table's finished cells after their last round and runs only the rounds it adds.
+(`rounds3`) forks that table's finished cells after their last round and runs only the rounds it adds
+(`experiments.table_fork`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 # the policy shipped with the code: Table 1's seed-0 bootstrap (`coda_policy/pretrained/README.md`)
 PRETRAINED = Path(__file__).resolve().parents[1] / "coda_policy" / "pretrained" / "seed_sft_4fam.pt"
-FORK_NOTE = "table_fork.json"  # in a cell forked from another table's cell (`extended_cell`): from where
 SHARED_BOOTSTRAP = ("scenes/round_00", "validity/round_00", "episodes/round_00", "programs/round_00",
                     "policy/round_00.pt", "train/round_00.json")
 
@@ -351,6 +351,14 @@ def compiled_programs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for r in rows if r["round"] > 0 for c in (r.get("critic") or {}).get("compiled", [])]
 
 
+def forked_from(run: Path) -> dict[str, Any] | None:
+    """Where a cell of an extending table was forked from (`experiments.table_fork`), else None."""
+    from experiments.table_fork import FORK_NOTE
+
+    note = run / FORK_NOTE
+    return json.loads(note.read_text()) if note.exists() else None
+
+
 def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float, boot_hash: str | None,
                 preset_name: str) -> dict[str, Any]:
     rows = metrics_rows(run)
@@ -380,7 +388,7 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
         "wall_s": round(wall_s, 1), "run_dir": str(run), "code_commit": provenance("")["commit"],
         # a cell of an extending table: the cell it was forked from (its rounds, and their wall time, are
         # that cell's; `wall_s` counts the rounds added here)
-        "forked_from": json.loads(fork.read_text()) if (fork := run / FORK_NOTE).exists() else None,
+        "forked_from": forked_from(run),
     }
 
 
@@ -493,49 +501,10 @@ def pending_cell(preset: TablePreset, method: str, seed: int, critic: str, worke
         return None
     cfg, run = cell_config(preset, method, seed, critic, workers), out / f"{method}_seed{seed}"
     if preset.extends is not None and not run.exists():
+        from experiments.table_fork import extended_cell
+
         extended_cell(preset, cfg, run, out.parent / f"table1_{preset.extends}" / run.name, log)
     return cfg, run, record
-
-
-def _without_model_budgets(cfg: RunConfig) -> RunConfig:
-    """`cfg` with the LLM answers' token budgets at their defaults when no LLM is asked (`llm` "rules"):
-    they cannot change such a run, and a budget raised since a cell ran must not make it a different cell."""
-    from agents.config import CriticConfig, WriterConfig
-
-    if cfg.llm != "rules":
-        return cfg
-    tokens = {f.name: f.default for f in dataclasses.fields(WriterConfig) if f.name.startswith("max_tokens")}
-    return dataclasses.replace(cfg, writer=dataclasses.replace(cfg.writer, **tokens),
-                               critic=dataclasses.replace(cfg.critic, max_tokens=CriticConfig.max_tokens))
-
-
-def extended_cell(preset: TablePreset, cfg: RunConfig, run: Path, base_run: Path, log: Any) -> bool:
-    """Start the cell `run` of a table that extends another (`TablePreset.extends`: the same cells with more
-    rounds) as a fork of `base_run`, that table's cell, at its last round (`agents.replay.fork`) — when the
-    base run finished and its config is this cell's but for the rounds. False (and a log line) otherwise: the
-    cell then runs from its bootstrap like any other."""
-    from rich.console import Console
-
-    from agents.graph.rundir import RunDir
-    from agents.replay import fork, history, open_app
-
-    base = TABLES.get(preset.extends)
-    rounds = base.overrides.get("rounds", PRESETS.get(base.run_preset).rounds)
-    if not (base_run / "config.json").is_file() or len(metrics_rows(base_run)) < rounds + 1:
-        log(f"{run.name}: no finished cell of `{preset.extends}` in {base_run}; it runs from the bootstrap")
-        return False
-    have = RunConfig.from_json((base_run / "config.json").read_text())
-    if _without_model_budgets(dataclasses.replace(have, rounds=cfg.rounds, workers=cfg.workers)) != \
-            _without_model_budgets(cfg):
-        log(f"{run.name}: {base_run} was run with another config; running it from the bootstrap")
-        return False
-    with open_app(RunDir(base_run)) as app:
-        last = [s for s in history(app) if s.values.get("node") == "report"][-1]
-        fork(app, RunDir(base_run), str(last.metadata.get("step")), run, cfg.rounds, Console(quiet=True))
-    (run / "config.json").write_text(cfg.to_json())
-    (run / FORK_NOTE).write_text(json.dumps({"run": str(base_run), "after_round": have.rounds}) + "\n")
-    log(f"{run.name}: forked from {base_run} after round {have.rounds}")
-    return True
 
 
 def finish_cell(cfg: RunConfig, run: Path, preset: TablePreset, preset_name: str, record: Path, wall_s: float,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import table1, table_stats
+from experiments import table1, table_fork, table_stats
 
 
 def _cell(method: str, seed: int, ood: float, accepted: dict | None = None) -> dict:
@@ -187,9 +187,9 @@ def test_a_token_budget_no_model_reads_does_not_make_another_cell() -> None:
 
     cfg = table1.cell_config(table1.TABLES.get("default"), "coda", 0, "rules", 1)
     older = dataclasses.replace(cfg, writer=dataclasses.replace(cfg.writer, max_tokens_subgoals=800))
-    assert table1._without_model_budgets(older) == table1._without_model_budgets(cfg)
+    assert table_fork._without_model_budgets(older) == table_fork._without_model_budgets(cfg)
     other = dataclasses.replace(cfg, writer=dataclasses.replace(cfg.writer, band=0.5))
-    assert table1._without_model_budgets(other) != table1._without_model_budgets(cfg)
+    assert table_fork._without_model_budgets(other) != table_fork._without_model_budgets(cfg)
     asked = dataclasses.replace(older, llm="local")
-    assert table1._without_model_budgets(asked) != table1._without_model_budgets(dataclasses.replace(cfg,
-                                                                                                    llm="local"))
+    local = dataclasses.replace(cfg, llm="local")
+    assert table_fork._without_model_budgets(asked) != table_fork._without_model_budgets(local)
