@@ -25,11 +25,25 @@ from experiments.table_stats import TABLE_METHODS, avg_ood
 T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # t_{0.975, df}
 
 
-def load_cells(folder: Path) -> dict[str, dict[int, dict[str, Any]]]:
+def load_cells(*folders: Path) -> dict[str, dict[int, dict[str, Any]]]:
+    """Cell records by method and seed from one table's folder, or several tables that share their cells'
+    bootstraps (Table 1 and its ablations); a method recorded in two folders, or two cells of one seed
+    that share a bootstrap but started from different bootstrap policies, is an error (they are not pairs)."""
     cells: dict[str, dict[int, dict[str, Any]]] = {}
-    for path in sorted(folder.glob("*_seed*.json")):
-        cell = json.loads(path.read_text())
-        cells.setdefault(cell["method"], {})[int(cell["seed"])] = cell
+    boots: dict[int, tuple[str, Path]] = {}
+    for folder in folders:
+        for path in sorted(folder.glob("*_seed*.json")):
+            cell = json.loads(path.read_text())
+            seed = int(cell["seed"])
+            if seed in cells.get(cell["method"], {}):
+                raise ValueError(f"{cell['method']} seed {seed} is recorded twice (again in {path})")
+            boot = cell.get("bootstrap_sha256") if cell.get("bootstrap_shared") else None
+            if boot is not None:
+                have, where = boots.setdefault(seed, (boot, path))
+                if have != boot:
+                    raise ValueError(f"{path} and {where} start seed {seed} from different bootstrap "
+                                     "policies: their cells are not paired")
+            cells.setdefault(cell["method"], {})[seed] = cell
     return cells
 
 
@@ -65,19 +79,25 @@ def markdown(rows: list[dict[str, Any]], margin: float, cmd: str, base: str = "c
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.table_power", description=__doc__.split("\n")[0])
-    ap.add_argument("--cells", type=Path, default=Path("docs/results/table1"), help="the table's cell files")
+    ap.add_argument("--cells", default="docs/results/table1",
+                    help="the table's cell folder, or comma-separated folders of tables that share "
+                         "bootstraps (docs/results/table1,docs/results/ablations)")
     ap.add_argument("--margin", type=float, default=5.0, help="the difference to detect, pp")
     ap.add_argument("--per-split", type=int, default=10, help="scenes per family in each frozen split")
     ap.add_argument("--base", default="coda", help="the row every other row is paired against")
     ap.add_argument("--out", type=Path, help="write the Markdown table here")
     a = ap.parse_args(argv)
-    cells = load_cells(a.cells)
+    try:
+        cells = load_cells(*(Path(f) for f in a.cells.split(",")))
+    except ValueError as e:
+        ap.error(str(e))
     if a.base not in cells:
         ap.error(f"no {a.base} cells under {a.cells}")
     others = [m for m in TABLE_METHODS if m in cells] + sorted(set(cells) - set(TABLE_METHODS))
     rows = [r for m in others if m != a.base
             if (r := paired(cells, m, base=a.base, margin=a.margin, per_split=a.per_split)) is not None]
-    cmd = ("python -m experiments.table_power" + (f" --base {a.base}" if a.base != "coda" else "")
+    cmd = ("python -m experiments.table_power" + (f" --cells {a.cells}" if a.cells != ap.get_default("cells")
+                                                  else "") + (f" --base {a.base}" if a.base != "coda" else "")
            + (f" --out {a.out}" if a.out else ""))
     text = markdown(rows, a.margin, cmd, a.base)
     print(text)

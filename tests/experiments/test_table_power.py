@@ -54,3 +54,22 @@ def test_another_base_row_is_paired_against_every_other_row(tmp_path, capsys):
     assert "| scalar | +15.0, +5.0 |" in out and "| coda | +5.0, +0.0 |" in out
     main(["--cells", str(tmp_path)])  # CoDA's table now lists the variant as a row too
     assert "| coda_no_seed_arm | -5.0, +0.0 |" in capsys.readouterr().out
+
+
+def test_rows_of_tables_that_share_bootstraps_pair_and_a_foreign_bootstrap_is_refused(tmp_path, capsys):
+    t1, ab = tmp_path / "table1", tmp_path / "ablations"
+    t1.mkdir(), ab.mkdir()
+    for seed in (0, 1):
+        for folder, method, ood in ((t1, "coda", 10.0), (t1, "uniform", 20.0), (ab, "coda_sparse", 15.0)):
+            _cell(folder, method, seed, ood + seed)
+            cell = json.loads((folder / f"{method}_seed{seed}.json").read_text())
+            cell.update(bootstrap_sha256=f"boot{seed}", bootstrap_shared=True)
+            (folder / f"{method}_seed{seed}.json").write_text(json.dumps(cell))
+    assert main(["--cells", f"{t1},{ab}", "--base", "uniform"]) == 0
+    out = capsys.readouterr().out
+    assert "| coda_sparse | +5.0, +5.0 |" in out and f"--cells {t1},{ab}" in out
+    cell = json.loads((ab / "coda_sparse_seed1.json").read_text())
+    (ab / "coda_sparse_seed1.json").write_text(json.dumps({**cell, "bootstrap_sha256": "other"}))
+    with pytest.raises(SystemExit):
+        main(["--cells", f"{t1},{ab}", "--base", "uniform"])
+    assert "different bootstrap policies" in capsys.readouterr().err
