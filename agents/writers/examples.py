@@ -43,20 +43,30 @@ def procedural_examples(memory: Any, mode: DifficultyMode, load: Callable[[str],
     docstring); `load` reads a stored generation program from its entry's path. An entry whose edits cannot
     be recovered (its family's seed has no such factor) is skipped, not shown half-made."""
     from programs.errors import ProgramRejected
-    from programs.factor_space import adapted_edits
+    from programs.factor_space import adapted_edits, resolve_factor
     from programs.seeds import seed_library
 
     if k <= 0:
         return []
     seeds = seed_library()
+    home = mode.families[0] if mode.families else None
+
+    def role(m: DifficultyMode) -> str | None:
+        """The writing mode's family's factor that `m`'s maps onto by meaning (obj_x ~ piece_x)."""
+        try:
+            return resolve_factor(m.factor, seeds[home][0], m.families[0] if m.families else None)
+        except (KeyError, ProgramRejected):
+            return None
+
+    mine = role(mode)
     candidates = []
     key = (mode.factor, mode.phase, mode.side)
     for other in memory.modes():
         if other.id == mode.id or (other.factor, other.phase, other.side) == key:
             continue
+        same_role = mine is not None and role(other) == mine
         for entry in memory.programs_for(other.id):
-            same_factor = other.factor.split("_")[-1] == mode.factor.split("_")[-1]  # obj_x ~ piece_x
-            candidates.append((not same_factor, -entry.round, other.id, entry, other))
+            candidates.append((not same_role, -entry.round, other.id, entry, other))
     lines: list[str] = []
     seen: set[str] = set()
     for *_, entry, other in sorted(candidates, key=lambda c: c[:3]):
