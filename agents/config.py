@@ -213,6 +213,9 @@ class WriterConfig:
     retries: int = 0
     # let the LLM return a whole new generation source (else it may only edit factors)
     allow_source: bool = False
+    # worked examples for the LLM generation writer: up to this many programs of other difficulty modes
+    # from procedural memory (`agents.writers.examples`); 0 shows none (not yet measured to help, #12)
+    examples: int = 0
     # rules training writer: add a subgoal that stages the diagnosed phase more finely
     emphasis: bool = True
     # token budgets: an edit spec, a new source, a subgoal list
@@ -221,8 +224,8 @@ class WriterConfig:
     max_tokens_subgoals: int = 1000
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.band <= 1.0 or self.retries < 0:
-            raise ValueError("band must be in (0, 1] and retries >= 0")
+        if not 0.0 < self.band <= 1.0 or self.retries < 0 or self.examples < 0:
+            raise ValueError("band must be in (0, 1], retries and examples >= 0")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -50,6 +50,17 @@ def comma_list(item: Callable[[str], Any] = str,
     return parse
 
 
+def seed_list(text: str) -> list[int]:
+    """`--seeds`: "3" → [0, 1, 2]; "0,2" → [0, 2]."""
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seeds (3) or a list (0,2)") from None
+    if not values or min(values) < 0 or ("," not in text and values[0] < 1):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seeds >= 1 or a list of seeds >= 0")
+    return values if "," in text else list(range(values[0]))
+
+
 def _log(exc: BaseException, log_dir: Path | None) -> Path:
     text = "".join(traceback.format_exception(exc))
     if log_dir is not None and log_dir.is_dir():

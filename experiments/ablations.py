@@ -43,12 +43,11 @@ from experiments.table1 import (
     boot_home,
     cell_arguments,
     checked_cells,
-    load_bootstraps,
     provenance,
     run_cells,
 )
 from experiments.table1 import write_table as write_table1
-from experiments.table_stats import change_vs_bootstrap, delta, mean_se, ms
+from experiments.table_stats import change_vs_bootstrap, delta, load_bootstraps, mean_se, ms
 
 ABLATION_METHODS = ("coda_sparse", "coda_task_potential", "coda_dense_reward", "coda_no_refine", "coda_unit",
                     "coda")

@@ -12,7 +12,10 @@ trainer fits it (cross-fitted over episodes, `LearnConfig`'s critic settings), o
 - `program`: Text2potential with the training programs' own β (what the loop ran);
 - `per_stage`: Text2potential with β = 1/m for a program of m subgoals, so βΦ ∈ [0, 1] — the scale of the
   sparse success reward it is added to (`coda_policy.shaping`'s `text2potential_unit`);
-- `sparse`: the verifier's reward alone (Φ ≡ 0).
+- `sparse`: the verifier's reward alone (Φ ≡ 0);
+- `program_feature`: `program`, with βΦ at both ends of a chunk given to the critic as an input
+  (`ChunkCriticConfig.potential_feature`): the shaped value carries a −βΦ(s) offset that the critic otherwise
+  has to infer from the policy's pooled features.
 
 Reported per variant: the mean normalised Â of demonstration chunks and of rollout chunks from successful and
 from failed episodes (`coda_policy.awr.advantage_groups`: a critic that learned anything ranks them
@@ -35,7 +38,9 @@ import numpy as np
 
 from common.cli import comma_list
 
-VARIANTS = {"program": "text2potential", "per_stage": "text2potential_unit", "sparse": "sparse"}  # → mode
+# variant → (shaping mode, βΦ as a critic input: `ChunkCriticConfig.potential_feature`)
+VARIANTS = {"program": ("text2potential", False), "per_stage": ("text2potential_unit", False),
+            "sparse": ("sparse", False), "program_feature": ("text2potential", True)}
 
 
 def train_inputs(run: Path, round_no: int) -> tuple[Any, dict[str, Any]]:
@@ -98,14 +103,15 @@ def measure(run: Path, round_no: int, variants: list[str]) -> list[dict[str, Any
         t0 = time.perf_counter()
         batches, episodes = [], []
         for program, eps in loaded:
-            shaped = shape_episodes(eps, ShapingConfig(mode=VARIANTS[variant]), program, h=pc.chunk,
+            shaped = shape_episodes(eps, ShapingConfig(mode=VARIANTS[variant][0]), program, h=pc.chunk,
                                     demo_stride=lc.demo_stride, rollout_stride=pc.execute)
             batches.append((len(episodes), shaped))
             episodes += eps
         chunks = _concat(batches)
         table = build_table(episodes, chunks, policy)
         critic_cfg = ChunkCriticConfig(hidden=lc.critic_hidden, steps=lc.critic_steps,
-                                       batch_size=lc.critic_batch, seed=seed)
+                                       batch_size=lc.critic_batch, seed=seed,
+                                       potential_feature=VARIANTS[variant][1])
         data = critic_inputs(policy, table, critic_cfg.potential_feature)
         adv, cm = crossfit_advantages(data, chunks.episode, critic_cfg, lc.awr_folds, lc.device)
         a = normalise(adv).numpy()

@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.config import METHODS, PRESETS, CriticConfig, RunConfig
+from common.cli import seed_list
 from common.registry import Registry
 from experiments import suites as frozen
-from experiments.table_stats import TABLE_METHODS, aggregate, markdown
+from experiments.table_stats import TABLE_METHODS, aggregate, load_bootstraps, markdown
 from sim.pool import EXECUTORS
 
 if TYPE_CHECKING:
@@ -303,19 +304,17 @@ def bootstrap_record(preset: TablePreset, seed: int, critic: str, workers: int, 
     path = results / boot_home(preset) / "bootstrap" / f"seed{seed}.json"
     if path.exists():
         return path
-    boot = shared_bootstrap(preset, seed, critic, workers, out, results)
-    cfg, _ = bootstrap_cell(preset, seed, critic, workers, out)
+    t0 = time.perf_counter()
+    boot, (cfg, _) = shared_bootstrap(preset, seed, critic, workers, out, results), bootstrap_cell(
+        preset, seed, critic, workers, out)
+    t1 = time.perf_counter()
     evals = evaluate_cell(cfg, boot, preset, pool, shared=out / "_eval_cache")["round_00"]
+    took = {"wall_s": round(t1 - t0, 1), "eval_s": round(time.perf_counter() - t1, 1)}  # run (or reuse), eval
     path.parent.mkdir(parents=True, exist_ok=True)
     splits = {split: {f: evals[f][split] for f in cfg.families} for split in frozen.SPLITS}
     path.write_text(json.dumps({"seed": seed, "bootstrap_sha256": sha256(boot / "policy" / "round_00.pt"),
-                                **splits, "code_commit": provenance("")["commit"]}, indent=1) + "\n")
+                                **splits, **took, "code_commit": provenance("")["commit"]}, indent=1) + "\n")
     return path
-
-
-def load_bootstraps(results: Path, table: str) -> dict[int, dict[str, Any]]:
-    recs = [json.loads(p.read_text()) for p in sorted((results / table / "bootstrap").glob("seed*.json"))]
-    return {r["seed"]: r for r in recs}
 
 
 # ---- one cell's record ------------------------------------------------------------------------------------
@@ -512,8 +511,10 @@ def finish_cell(cfg: RunConfig, run: Path, preset: TablePreset, preset_name: str
                 log: Any) -> None:
     """A finished cell's run on the frozen suites → its record (checked against the shared bootstrap), the
     table rebuilt, and with `commit` both committed."""
+    t0 = time.perf_counter()
     evals = evaluate_cell(cfg, run, preset, pool, shared=out / "_eval_cache")
-    rec = cell_record(cfg, run, evals, wall_s, boot_hash, preset_name)
+    rec = {**cell_record(cfg, run, evals, wall_s, boot_hash, preset_name),
+           "eval_s": round(time.perf_counter() - t0, 1)}
     if boot_hash is not None and not rec["bootstrap_shared"]:
         raise RuntimeError(f"{run}: its round-0 policy is not the shared bootstrap's "
                            f"({rec['bootstrap_sha256'][:12]} vs {boot_hash[:12]})")
@@ -559,17 +560,6 @@ def checked_cells(presets: Registry[TablePreset], a: argparse.Namespace) -> tupl
         check_address(a.ray_address)
     frozen.manifest()
     return preset, methods
-
-
-def seed_list(text: str) -> list[int]:
-    """`--seeds`: "3" → [0, 1, 2]; "0,2" → [0, 2]."""
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seeds (3) or a list (0,2)") from None
-    if not values or min(values) < 0 or ("," not in text and values[0] < 1):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seeds >= 1 or a list of seeds >= 0")
-    return values if "," in text else list(range(values[0]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 # the methods of the paper's Table 1, in the table's row order
@@ -93,7 +94,38 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
     budgets = {json.dumps(c["accepted_per_round"], sort_keys=True) for c in cells
                if c["method"] != "zero_shot"}
     return {"preset": preset_name, "seeds": sorted({c["seed"] for c in cells}), "methods": methods,
-            "equal_budget": len(budgets) <= 1}
+            "equal_budget": len(budgets) <= 1, "compute": compute(cells, boots)}
+
+
+def compute(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Seconds the table's records say it took: the cells' runs (`wall_s`; a forked cell counts its added
+    rounds), their suite evaluations (`eval_s`) and the seeds' bootstraps (run and evaluation), with how
+    many records predate the evaluation timing (their share is missing from the sum, not zero)."""
+    timed = [c for c in cells if "eval_s" in c]
+    boot_timed = [b for b in boots.values() if "wall_s" in b]
+    return {"run_s": round(sum(c["wall_s"] for c in cells), 1),
+            "eval_s": round(sum(c["eval_s"] for c in timed), 1),
+            "untimed_eval_cells": len(cells) - len(timed),
+            "bootstrap_s": round(sum(b["wall_s"] + b["eval_s"] for b in boot_timed), 1),
+            "untimed_bootstraps": len(boots) - len(boot_timed)}
+
+
+def compute_note(table: dict[str, Any]) -> str:
+    c = table.get("compute")
+    if not c:
+        return ""
+    total = c["run_s"] + c["eval_s"] + c["bootstrap_s"]
+    missing = [f"{n} {what}" for n, what in ((c["untimed_eval_cells"], "cells' suite evaluations"),
+                                             (c["untimed_bootstraps"], "bootstraps")) if n]
+    return (f"Compute recorded: {total:,.0f} s ({total / 3600:.2f} h) — cell runs {c['run_s']:,.0f} s, their "
+            f"suite evaluations {c['eval_s']:,.0f} s, bootstraps {c['bootstrap_s']:,.0f} s"
+            + (f"; not timed (recorded before timing was added): {', '.join(missing)}." if missing else "."))
+
+
+def load_bootstraps(results: Path, table: str) -> dict[int, dict[str, Any]]:
+    """The seeds' bootstrap records of a table (`<results>/<table>/bootstrap/seed<k>.json`)."""
+    recs = [json.loads(p.read_text()) for p in sorted((results / table / "bootstrap").glob("seed*.json"))]
+    return {r["seed"]: r for r in recs}
 
 
 def ms(x: dict[str, float] | None) -> str:
@@ -144,6 +176,7 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
         f"Equal generation budget across methods (accepted scenes per family per round): "
         f"{'yes' if table['equal_budget'] else 'NO'}.",
         *uneven_seeds(table),
+        *([note] if (note := compute_note(table)) else []),
         f"Command: `{meta['command']}` · cells computed at commit(s) {', '.join(meta['cell_commits'])} · "
         f"table written at {meta['commit']} · {meta['versions']}",
     ]

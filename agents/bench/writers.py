@@ -25,6 +25,7 @@ import argparse
 import json
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,8 @@ def _attempts(make: Any, attempts: int) -> tuple[Any, int | None, list[str]]:
     return None, None, errors
 
 
-def generation(family: str, dx: Any, llm: Any, sandbox: Any, attempts: int) -> dict[str, Any]:
+def generation(family: str, dx: Any, llm: Any, sandbox: Any, attempts: int,
+               examples: int = 0, memories: Sequence[tuple[Path, Any]] = ()) -> dict[str, Any]:
     from agents.config import WriterConfig
     from agents.llm.base import LLMOutputError
     from agents.writers.base import ProgramRejected
@@ -99,11 +101,12 @@ def generation(family: str, dx: Any, llm: Any, sandbox: Any, attempts: int) -> d
     from sim.validity import check_scene
 
     base, mode = seed_library()[family][0], found_mode(dx, family, 1)
+    shown = run_examples(memories, mode, examples)
 
     def make(feedback: str | None) -> tuple[Any, str]:
         try:
             p = write_generation_program(mode, base, llm, feedback, diagnosis=dx, pool=sandbox,
-                                         config=WriterConfig(allow_ood=True))
+                                         config=WriterConfig(allow_ood=True), examples=shown)
         except (LLMOutputError, ProgramRejected) as e:  # a dead backend stops the benchmark instead
             return None, f"{type(e).__name__}: {e}"
         errors = program_errors(p, sandbox)
@@ -118,8 +121,21 @@ def generation(family: str, dx: Any, llm: Any, sandbox: Any, attempts: int) -> d
     t0 = time.perf_counter()
     program, passed, errors = _attempts(make, attempts)
     return {"passed_at": passed, "errors": [e[:300] for e in errors], "s": round(time.perf_counter() - t0, 1),
-            "program": program.hash8 if program else None,
+            "examples": len(shown), "program": program.hash8 if program else None,
             "edits": (program.diagnosis or "")[:200] if program else None}
+
+
+def run_examples(memories: Sequence[tuple[Path, Any]], mode: Any, k: int) -> list[str]:
+    """Up to `k` worked examples for `mode` from the runs' procedural memories (`agents.writers.examples`),
+    the first run's first; each stored program read from its own run."""
+    from agents.writers.examples import procedural_examples
+    from programs.render import load_program
+
+    out: list[str] = []
+    for run, memory in memories:
+        if len(out) < k:
+            out += procedural_examples(memory, mode, lambda p, run=run: load_program(run / p), k - len(out))
+    return out
 
 
 def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
@@ -199,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--attempts", type=int, default=3, help="writer calls per program, feedback between")
     ap.add_argument("--demos", type=int, default=6, help="expert demonstrations per family (agreement)")
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads of the local writer")
+    ap.add_argument("--examples", type=int, default=0,
+                    help="show LLM generation writers up to K worked examples from the runs' procedural "
+                         "memory (rows labelled <writer>+examples<K>; default 0: none)")
     ap.add_argument("--base-url", help="endpoint for --writers openai")
     ap.add_argument("--model", help="endpoint model for --writers openai")
     ap.add_argument("--workers", type=int, default=2)
@@ -207,32 +226,40 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(r) for r in a.runs if not (r / "diagnoses").is_dir()]
     if missing:
         ap.error(f"not run directories with diagnoses: {', '.join(missing)}")
-    if a.max < 1 or a.attempts < 1 or a.demos < 1:
-        ap.error("--max, --attempts and --demos must be >= 1")
+    if a.max < 1 or a.attempts < 1 or a.demos < 1 or a.examples < 0:
+        ap.error("--max, --attempts and --demos must be >= 1, --examples >= 0")
+    if a.examples and a.writers == ["rules"]:
+        ap.error("--examples is for LLM writers (the rules writer reads none): add --writers local or openai")
     dxs = load_diagnoses(a.runs, a.max)
     if not dxs:
         ap.error("no diagnosis in those runs")
+    from contextlib import ExitStack
+
     from agents.llm import ResponseCache
+    from memory.store import Memory
     from sandbox.pool import PoolConfig, SandboxPool
 
     demos = family_demos({f for f, _ in dxs}, a.demos, a.workers)
     log_dir = a.out.parent if a.out else Path(".")
     rows = finished_rows(a.out, a.runs, a.attempts)
     done = {(r["writer"], r["family"], r["diagnosis"]) for r in rows}
-    with SandboxPool(PoolConfig(workers=a.workers)) as sandbox:
+    with SandboxPool(PoolConfig(workers=a.workers)) as sandbox, ExitStack() as stack:
+        memories = [(r, stack.enter_context(Memory(r / "memory"))) for r in a.runs] if a.examples else []
         for w in a.writers:
-            todo = [(k, f, dx) for k, (f, dx) in enumerate(dxs) if (w, f, dx.text()[:200]) not in done]
+            k_ex = a.examples if w != "rules" else 0
+            label = f"{w}+examples{k_ex}" if k_ex else w
+            todo = [(k, f, dx) for k, (f, dx) in enumerate(dxs) if (label, f, dx.text()[:200]) not in done]
             if not todo:
                 continue
             cache = ResponseCache(log_dir / f"llm_cache_{w}.sqlite") if a.out and w != "rules" else None
             llm = None if w == "rules" else bench_llm(w, a, log_dir, cache)
             try:
                 for k, family, dx in todo:
-                    row = {"writer": w, "family": family, "diagnosis": dx.text()[:200],
-                           "generation": generation(family, dx, llm, sandbox, a.attempts),
+                    row = {"writer": label, "family": family, "diagnosis": dx.text()[:200],
+                           "generation": generation(family, dx, llm, sandbox, a.attempts, k_ex, memories),
                            "training": training(family, dx, llm, demos[family], a.attempts)}
                     rows.append(row)
-                    print(f"{w} {k + 1}/{len(dxs)} {family} {dx.factor}/{dx.phase}: generation passed at "
+                    print(f"{label} {k + 1}/{len(dxs)} {family} {dx.factor}/{dx.phase}: generation passed at "
                           f"{row['generation']['passed_at']}, training at {row['training']['passed_at']} "
                           f"(agreement {row['training'].get('agreement')})", flush=True)
                     if a.out:  # every finished row is kept: a killed benchmark resumes after it

@@ -78,11 +78,12 @@ class Agents(Protocol):
         ...
 
     def write_generation_program(self, mode: DifficultyMode, base: GenerationProgram, llm: LLM | None,
-                                 feedback: str | None, *, round_no: int,
-                                 diagnosis: Diagnosis | None = None) -> GenerationProgram:
+                                 feedback: str | None, *, round_no: int, diagnosis: Diagnosis | None = None,
+                                 examples: Sequence[str] = ()) -> GenerationProgram:
         """A generation program for a difficulty mode, derived from `base`, in one attempt; `feedback` is
         the error of the previous attempt; `diagnosis` the validated diagnosis the mode came from, when
-        there is one. Expected failures: see `agents.graph.nodes.work.agent_failures`."""
+        there is one; `examples` worked examples from procedural memory (`agents.writers.examples`).
+        Expected failures: see `agents.graph.nodes.work.agent_failures`."""
         ...
 
     def write_training_program(self, diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None, *,
@@ -173,12 +174,12 @@ class HelperAgents:
         return verify(diagnosis, program, run_batch, n=n, rng=rng, config=config)
 
     def write_generation_program(self, mode: DifficultyMode, base: GenerationProgram, llm: LLM | None,
-                                 feedback: str | None, *, round_no: int,
-                                 diagnosis: Diagnosis | None = None) -> GenerationProgram:
+                                 feedback: str | None, *, round_no: int, diagnosis: Diagnosis | None = None,
+                                 examples: Sequence[str] = ()) -> GenerationProgram:
         from agents.writers.generation import write_generation_program
 
         return write_generation_program(mode, base, llm, feedback, round_no=round_no, diagnosis=diagnosis,
-                                        config=self.writer)
+                                        config=self.writer, examples=examples)
 
     def write_training_program(self, diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None, *,
                                mode_id: str, round_no: int, demos: Sequence[Episode],

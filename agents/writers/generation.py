@@ -13,6 +13,7 @@ unusable raises `WriterError` (an `LLMOutputError`) whose `feedback()` the calle
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -218,8 +219,10 @@ def answer_to_program(out: GenerationOut, mode: DifficultyMode, base: Generation
 def write_generation_program(mode: DifficultyMode, base: GenerationProgram, llm: LLM | None = None,
                              feedback: str | None = None, *, diagnosis: Diagnosis | None = None,
                              round_no: int | None = None, pool: SandboxPool | None = None,
-                             config: WriterConfig = WriterConfig()) -> GenerationProgram:
-    """A generation program for `mode`, derived from `base` (rules without an LLM). Raises `WriterError`
+                             config: WriterConfig = WriterConfig(),
+                             examples: Sequence[str] = ()) -> GenerationProgram:
+    """A generation program for `mode`, derived from `base` (rules without an LLM; `examples`, worked
+    examples from procedural memory, are shown to the LLM writer only). Raises `WriterError`
     when the LLM's answer (after `config.retries` retries) is unusable or fails the checks, and
     `ProgramRejected` when the mode names no factor of this program or the rules have no template for it."""
     if llm is None:
@@ -230,7 +233,7 @@ def write_generation_program(mode: DifficultyMode, base: GenerationProgram, llm:
             raise ProgramRejected("the edited program fails its checks:\n" + "\n".join(errors))
         return program
     resolve_factor(mode.factor, base, mode.families[0] if mode.families else None)  # before asking
-    variables = generation_variables(mode, base, diagnosis, config)
+    variables = {**generation_variables(mode, base, diagnosis, config), "examples": list(examples)}
     budget = config.max_tokens_source if config.allow_source else config.max_tokens_edit
     note = feedback or ""
     for attempt in range(config.retries + 1):

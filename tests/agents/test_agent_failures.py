@@ -41,7 +41,7 @@ class SlotWriterBug(ScriptedAgents):
     """compile's generation writer fails as expected (so the mode reaches round 2 without a program), the
     slot's writer call then hits a bug."""
 
-    def write_generation_program(self, mode, base, llm, feedback, *, round_no, diagnosis=None):
+    def write_generation_program(self, mode, base, llm, feedback, *, round_no, diagnosis=None, examples=()):
         self.calls.append(("write_generation", feedback))
         if diagnosis is not None:
             raise ProgramRejected("no template for this mode")

@@ -69,3 +69,35 @@ def test_a_rerun_keeps_finished_rows_and_refuses_another_benchmarks_file(tmp_pat
     with pytest.raises(SystemExit, match="other runs or attempts"):
         main(["--runs", str(tmp_path / "run"), "--max", "2", "--attempts", "1", "--demos", "2",
               "--out", str(out)])
+
+
+def test_examples_are_for_llm_writers_and_come_from_each_runs_own_programs(tmp_path, capsys) -> None:
+    import pytest
+
+    from agents.bench.writers import run_examples
+    from memory.store import found_mode
+    from memory.types import ProgramEntry
+    from programs.edits import edit_many
+    from programs.render import write_program
+    from programs.seeds import seed_library
+    from tests.agents.test_writer_examples import StoredPrograms, _mode
+
+    _record(tmp_path / "run" / "diagnoses" / "round_01" / "a.json", "pick_place", "obj_x", "validated")
+    with pytest.raises(SystemExit):
+        main(["--runs", str(tmp_path / "run"), "--examples", "2"])
+    assert "--examples is for LLM writers" in capsys.readouterr().err
+    runs = []
+    for k, factor in enumerate(("obj_yaw", "obj_y")):  # one stored program in each of two runs
+        run = tmp_path / f"run{k}"
+        program = edit_many(seed_library()["pick_place"][0], {factor: (0.0, 0.02)}, mode_id=f"{factor}_grasp")
+        py = write_program(program, run / "programs" / "round_01")
+        mode = _mode(f"{factor}_grasp", factor, "pick_place")
+        entry = ProgramEntry(mode_id=mode.id, family="pick_place", generation_program_id="g",
+                             training_program_id="t", generation_path=str(py.relative_to(run)), round=1)
+        runs.append((run, StoredPrograms([(mode, entry)])))
+    dx = Diagnosis(episode_id="e", factor_group="spatial", factor="obj_x", phase="grasp", explanation="x",
+                   edit={"obj_x": [0.0, 0.01]}, side="low", critic_id="rules", confidence=0.5)
+    writing = found_mode(dx, "pick_place", 1)
+    got = run_examples(runs, writing, 2)
+    assert [x.split(" (")[0] for x in got] == ["pick_place mode obj_yaw_grasp", "pick_place mode obj_y_grasp"]
+    assert run_examples(runs, writing, 1) == got[:1] and run_examples(runs, writing, 0) == []

@@ -49,6 +49,16 @@ def test_change_against_the_bootstrap_and_budget_on_modes():
     assert table_stats.mode_budget_share({"memory_per_round": {}}) is None
 
 
+def test_compute_sums_the_records_and_says_what_predates_the_timing():
+    boots = {0: {"seed": 0, "wall_s": 100.0, "eval_s": 20.0}, 1: {"seed": 1}}
+    cells = [{**_cell("sft", 0, 10.0), "eval_s": 5.0}, _cell("sft", 1, 20.0)]
+    table = table_stats.aggregate(cells, "x", boots)
+    assert table["compute"] == {"run_s": 20.0, "eval_s": 5.0, "untimed_eval_cells": 1, "bootstrap_s": 120.0,
+                                "untimed_bootstraps": 1}
+    note = table_stats.compute_note(table)
+    assert "145 s" in note and "1 cells' suite evaluations, 1 bootstraps" in note
+
+
 def test_unequal_budgets_are_reported():
     cells = [_cell("sft", 0, 10.0), _cell("coda", 0, 40.0, {"1": {"pick_place": 5, "stack_insert": 6}})]
     assert not table_stats.aggregate(cells, "x")["equal_budget"]
@@ -79,6 +89,13 @@ def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
     hashes = {c["bootstrap_sha256"] for m, c in cells.items() if m != "zero_shot"}
     assert len(hashes) == 1 and cells["zero_shot"]["bootstrap_sha256"] not in hashes
     assert (results / "table1_smoke.md").read_text().startswith("| method |")
+    # what the table cost, from its records: every cell's suite evaluation (~0 when the evaluation cache
+    # already holds its policy's) and the bootstrap are timed
+    assert all(c["eval_s"] >= 0 for c in cells.values()) and sum(c["eval_s"] for c in cells.values()) > 0
+    assert boot["wall_s"] > 0 and boot["eval_s"] > 0
+    assert table["compute"]["untimed_eval_cells"] == 0 and table["compute"]["untimed_bootstraps"] == 0
+    assert table["compute"]["eval_s"] == pytest.approx(sum(c["eval_s"] for c in cells.values()), abs=0.5)
+    assert "Compute recorded:" in (results / "table1_smoke.md").read_text()
     for plot in ("ood_vs_envs", "gain", "memory"):
         assert (results / f"table1_smoke_{plot}.png").stat().st_size > 1000
     page = (results / "table1_smoke.html").read_text()

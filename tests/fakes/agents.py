@@ -26,6 +26,7 @@ class ScriptedAgents:
         self.bad_factor, self.bad_value = bad_factor, bad_value
         self.calls: list[tuple[str, Any]] = []
         self.generation_diagnoses: list[Any] = []  # the `diagnosis` each generation-writer call was given
+        self.generation_examples: list[list[str]] = []  # the worked examples each call was shown
 
     def diagnose(self, episode: Any, program: Any, llm: Any, *, critic: str, episode_id: str,
                  feedback: str | None, peers: Any = ()) -> Diagnosis:
@@ -48,8 +49,9 @@ class ScriptedAgents:
                        control_failure_rate=0.0, statistic=1.0, p_value=0.01, n=n)
 
     def write_generation_program(self, mode: Any, base: Any, llm: Any, feedback: str | None, *,
-                                 round_no: int, diagnosis: Any = None) -> Any:
+                                 round_no: int, diagnosis: Any = None, examples: Any = ()) -> Any:
         self.calls.append(("write_generation", feedback))
+        self.generation_examples.append(list(examples))
         self.generation_diagnoses.append(diagnosis)
         if self.writer_errors > 0:
             self.writer_errors -= 1

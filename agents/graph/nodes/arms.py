@@ -29,6 +29,18 @@ def load_program(deps: Deps, rel: str) -> Any:
     return load(deps.run.abs(rel))
 
 
+def writer_examples(deps: Deps, mode: Any) -> list[str]:
+    """Worked examples for the generation writer from procedural memory (`agents.writers.examples`): up to
+    `WriterConfig.examples` programs of other modes; none without memory, an LLM or that setting."""
+    k = deps.config.writer.examples
+    if k <= 0 or deps.memory is None or deps.llm is None:
+        return []
+    from agents.writers.examples import procedural_examples
+
+    return procedural_examples(deps.memory, mode, lambda p: load_program(deps, p[:-3] + ".json"
+                                                                          if p.endswith(".py") else p), k)
+
+
 def seed_programs(deps: Deps, family: str) -> tuple[str, str]:
     """The family's seed generation and training programs, written to programs/round_00/ if missing."""
     from programs.seeds import seed_library

@@ -27,6 +27,7 @@ from agents.graph.nodes.arms import (
     seed_programs,
     static_errors,
     template_made,
+    writer_examples,
 )
 from agents.graph.nodes.work import agent_failures, error_text, generate_scenes, raised_in, validate_scenes
 from agents.graph.state import RoundState, Slot, SlotFailure, new_slot, slot_key
@@ -78,7 +79,8 @@ def _write(deps: Deps, slot: Slot, round_no: int) -> tuple[Any | None, str, Slot
     feedback = slot["error"] or None
     mode = load_mode(deps, slot["mode_id"])  # a mode that cannot be loaded is a bug, not the writer's failure
     try:
-        program = deps.agents.write_generation_program(mode, base, deps.llm, feedback, round_no=round_no)
+        program = deps.agents.write_generation_program(mode, base, deps.llm, feedback, round_no=round_no,
+                                                       examples=writer_examples(deps, mode))
     except agent_failures() as e:  # malformed LLM output, no template for the mode, ...: the writer's failure
         return None, f"the writer failed: {error_text(e)}", "writer"
     if program.family != slot["family"]:

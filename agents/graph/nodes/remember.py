@@ -18,7 +18,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from agents.graph.deps import Deps
-from agents.graph.nodes.arms import save_program, seed_generation, seed_training, static_errors
+from agents.graph.nodes.arms import (
+    save_program,
+    seed_generation,
+    seed_training,
+    static_errors,
+    writer_examples,
+)
 from agents.graph.nodes.rollout import outcomes, scene_id
 from agents.graph.nodes.work import agent_failures, error_text, raised_in
 from agents.graph.rundir import read_json, write_json
@@ -143,7 +149,8 @@ def _generation_program(deps: Deps, mode: Any, family: str, round_no: int,
         # the validated diagnosis rides along: its edit (and any task choices it holds under) is what the
         # verification confirmed, so the writer recreates exactly that difficulty
         p = deps.agents.write_generation_program(mode, seed_generation(family), deps.llm, feedback,
-                                                 diagnosis=dx, round_no=round_no)
+                                                 diagnosis=dx, round_no=round_no,
+                                                 examples=writer_examples(deps, mode))
         return p, static_errors(p) or ""
 
     return _with_retries(deps, make)
