@@ -45,9 +45,10 @@ class MethodConfig:
     # reward shaping of the advantage-weighted update (`coda_policy.shaping`): "text2potential" (the
     # training program's staged potential), "sparse" (the verifier only), "task_potential" (a potential
     # from the task description alone), "dense_reward" (the program's stages as a free-form dense reward,
-    # not a potential difference)
+    # not a potential difference), "frozen_actor" (Text2potential-shaped critic, no policy update: the
+    # critic picks among `LearnConfig.select_k` sampled chunks at deployment)
     shaping: Literal["text2potential", "text2potential_unit", "sparse", "task_potential",
-                     "dense_reward"] = "text2potential"
+                     "dense_reward", "frozen_actor"] = "text2potential"
     # refine a compiled training program that agrees with the expert demos below the threshold
     # (`CompileConfig.agreement_threshold`); off, the writer's checked program is used as written
     refine: bool = True
@@ -85,6 +86,8 @@ METHODS.register("coda_task_potential", dataclasses.replace(_CODA, shaping="task
 METHODS.register("coda_dense_reward", dataclasses.replace(_CODA, shaping="dense_reward"))
 METHODS.register("coda_no_refine", dataclasses.replace(_CODA, refine=False))
 METHODS.register("coda_unit", dataclasses.replace(_CODA, shaping="text2potential_unit"))  # βΦ ∈ [0, 1]
+# no policy update: the round's critic (Text2potential-shaped) picks the best of K sampled chunks
+METHODS.register("coda_frozen_actor", dataclasses.replace(_CODA, shaping="frozen_actor"))
 # CoDA whose budget never returns to the seed distribution (FINDINGS #22): a Table 1 row beside `coda`.
 METHODS.register("coda_no_seed_arm", dataclasses.replace(_CODA, seed_arm=False))
 # The attribution pair (FINDINGS #25): uniform (SFT) is the one row CoDA (weighted update) is reliably below;
@@ -123,6 +126,9 @@ class LearnConfig:
     awr_lr: float = 1e-3
     # critics cross-fitted over episodes for the advantages (1 = one critic on everything)
     awr_folds: int = 3
+    # the frozen-actor ablation (`shaping` "frozen_actor"): chunks the unchanged actor samples per decision,
+    # of which the round's critic keeps the one with the highest Q
+    select_k: int = 8
     # share of each weighted-update minibatch drawn from expert demonstrations (the rest from the policy's
     # own rollouts at their advantage weight; 1.0: demonstrations only, rollouts then only teach the critic)
     awr_demo_fraction: float = 1.0

@@ -358,15 +358,34 @@ def _cached(key: tuple, make: Any) -> Any:
     return _LOADED[key]
 
 
+Q_SELECT = "q_select"  # key of a frozen-actor checkpoint: the critic that picks among K sampled chunks
+
+
+def save_q_select(policy: Any, critic: ChunkCritic, k: int, out: str | Path) -> Path:
+    """The frozen-actor ablation's checkpoint: the actor as it is, plus the critic and K that pick its
+    chunks at deployment (`load_seeded` then acts as `QSelectPolicy`; `fresh` gives the bare actor)."""
+    path = policy.save(out)
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    ckpt[Q_SELECT] = {"critic": critic.checkpoint(), "k": int(k)}
+    torch.save(ckpt, path)
+    return Path(path)
+
+
 def load_seeded(path: str | Path, seed: int, fresh: bool = False, device: str = "cpu") -> Any:
     """A saved policy whose sampling noise is seeded with `seed` (its config's seed replaced), on `device`;
-    cached per process unless `fresh` (a copy to train)."""
+    cached per process unless `fresh` (a copy to train). A frozen-actor checkpoint (`save_q_select`) loads
+    as its `QSelectPolicy`, or with `fresh` as the bare actor the next update starts from."""
     from coda_policy.registry import policy_class
 
     def make() -> Any:
         ckpt = torch.load(path, map_location="cpu", weights_only=False)
         ckpt["config"] = {**ckpt["config"], "seed": int(seed)}
-        return policy_class(ckpt["config"]["type"]).from_checkpoint(ckpt).to(resolve_device(device))
+        actor = policy_class(ckpt["config"]["type"]).from_checkpoint(ckpt).to(resolve_device(device))
+        if fresh or Q_SELECT not in ckpt:
+            return actor
+        sel = ckpt[Q_SELECT]
+        critic = ChunkCritic.from_checkpoint(sel["critic"]).to(resolve_device(device))
+        return QSelectPolicy(actor, critic, sel["k"], int(seed))
 
     key = (str(path), Path(path).stat().st_mtime, int(seed), device)
     return make() if fresh else _cached(key, make)

@@ -112,18 +112,24 @@ class ChunkCritic(nn.Module):
         for p_t, p in zip(self.target.parameters(), self.parameters(), strict=True):
             p_t.lerp_(p, rate)
 
-    def save(self, path: str | Path) -> Path:
+    def checkpoint(self) -> dict:
         """Config, sizes and online weights (the target restarts as their copy on load)."""
+        weights = {k: v.cpu() for k, v in self.state_dict().items()}
+        return {"config": dataclasses.asdict(self.config), "feat_dim": self.feat_dim, "chunk": self.chunk,
+                "action_dim": self.action_dim, "state_dict": weights}
+
+    def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"config": dataclasses.asdict(self.config), "feat_dim": self.feat_dim, "chunk": self.chunk,
-                    "action_dim": self.action_dim,
-                    "state_dict": {k: v.cpu() for k, v in self.state_dict().items()}}, path)
+        torch.save(self.checkpoint(), path)
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> ChunkCritic:
-        ck = torch.load(path, map_location="cpu", weights_only=False)
+        return cls.from_checkpoint(torch.load(path, map_location="cpu", weights_only=False))
+
+    @classmethod
+    def from_checkpoint(cls, ck: dict) -> ChunkCritic:
         critic = cls(ck["feat_dim"], ck["chunk"], ck["action_dim"], ChunkCriticConfig(**ck["config"]))
         critic.load_state_dict(ck["state_dict"])
         critic.reset_target()

@@ -9,7 +9,9 @@ shaped by the sparse verifier only (`coda_sparse`), by a potential written from 
 (`coda_task_potential`), by the training program's stages as a free-form dense reward that is not a
 potential difference (`coda_dense_reward`), by the compiled training program used as written, without
 refinement against the expert demos (`coda_no_refine`), by Text2potential with β = 1/m so that βΦ lies on the
-success reward's scale (`coda_unit`, FINDINGS #25), and by Text2potential (`coda`, the Table 1 row).
+success reward's scale (`coda_unit`, FINDINGS #25), by a frozen actor whose Text2potential-shaped critic
+picks the best of K sampled chunks at deployment instead of any policy update (`coda_frozen_actor`), and by
+Text2potential (`coda`, the Table 1 row).
 
 The cells are Table 1's kind of cell: the default preset is Table 1's `default` (same run config, same
 label), and its run directories default to Table 1's, so the `coda` row and each seed's bootstrap are the
@@ -18,8 +20,7 @@ very runs of Table 1, not recomputed. A row that is also a Table 1 row (`coda`) 
 would. Reported per family and on the multi-stage families (articulated,
 put-inside, stack/insert), where staging can matter: OOD success, ID success, the policy updates (rounds)
 a cell needed to reach `--reach` % OOD on those families, and the agreement of the compiled training
-programs with the round's expert demonstrations. Not in the loop yet: the frozen actor with Q-selection
-(it exists for one isolated round, `python -m coda_policy.aw_round --mode frozen_actor`).
+programs with the round's expert demonstrations.
 """
 
 from __future__ import annotations
@@ -50,13 +51,14 @@ from experiments.table1 import write_table as write_table1
 from experiments.table_stats import change_vs_bootstrap, delta, load_bootstraps, mean_se, ms
 
 ABLATION_METHODS = ("coda_sparse", "coda_task_potential", "coda_dense_reward", "coda_no_refine", "coda_unit",
-                    "coda")
+                    "coda_frozen_actor", "coda")
 ROW_LABELS = {
     "coda_sparse": "sparse verifier only",
     "coda_task_potential": "potential from the task description",
     "coda_dense_reward": "free-form dense reward (not a potential)",
     "coda_no_refine": "Text2potential without refinement",
     "coda_unit": "Text2potential at β = 1/m (βΦ on the success reward's scale)",
+    "coda_frozen_actor": "frozen actor with Q-selection",
     "coda": "Text2potential",
 }
 MULTI_STAGE = ("articulated", "put_inside", "stack_insert")

@@ -130,6 +130,8 @@ class PolicyTrainer:
         table = build_table(episodes, chunks, policy)
         critic_cfg = ChunkCriticConfig(hidden=lc.critic_hidden, steps=lc.critic_steps,
                                        batch_size=lc.critic_batch, seed=seed)
+        if shaping == "frozen_actor":
+            return self._frozen_actor(policy, table, critic_cfg, out, t0)
         awr = AWRConfig(steps=lc.awr_steps, batch_size=lc.awr_batch, tau=lc.awr_tau, lr=lc.awr_lr, seed=seed,
                         folds=lc.awr_folds, demo_fraction=lc.awr_demo_fraction, schedule=lc.awr_schedule,
                         warmup=finetune_warmup(lc.awr_steps) if lc.awr_schedule == "cosine" else 0,
@@ -144,6 +146,20 @@ class PolicyTrainer:
                 "w_ess": wm["w_ess"], "w_at_cap": wm["w_at_cap"],
                 **{k: wm[k] for k in ("adv_demo", "adv_rollout_success", "adv_rollout_failure")},
                 "flow_mse_last": um["flow_mse_last"], "train_s": round(time.perf_counter() - t0, 2)}
+
+    def _frozen_actor(self, policy: Any, table: Any, critic_cfg: Any, out: Path, t0: float) -> dict[str, Any]:
+        """The frozen-actor ablation's round: the actor stays as it is; a critic fitted on every chunk (the
+        programs' shaped returns, no potential input: it runs at deployment, where none is evaluated) is
+        saved with it, and at every decision picks the best of `select_k` sampled chunks by Q."""
+        from coda_policy.awr import critic_inputs, fit_table_critic, save_q_select
+
+        critic, cm = fit_table_critic(critic_inputs(policy, table), critic_cfg, device=self.config.device)
+        save_q_select(policy, critic.cpu(), self.config.select_k, out)
+        chunks = table.chunks
+        return {"shaping": "frozen_actor", "episodes": len(np.unique(chunks.episode)), "chunks": len(chunks),
+                "demo_chunks": int(chunks.demo.sum()), "return_mean": float(chunks.ret.mean()),
+                "critic_explained_var": float(cm.get("explained_var", float("nan"))),
+                "select_k": self.config.select_k, "train_s": round(time.perf_counter() - t0, 2)}
 
     def _shape(self, eps: list[Any], program: TrainingProgram, pc: Any, shaping: str) -> Any:
         from coda_policy.shaping import ShapingConfig, shape_episodes

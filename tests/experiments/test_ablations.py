@@ -31,7 +31,8 @@ def test_every_row_is_coda_with_only_its_training_signal_changed():
     coda = METHODS.get("coda")
     changed = {"coda_sparse": {"shaping": "sparse"}, "coda_task_potential": {"shaping": "task_potential"},
                "coda_dense_reward": {"shaping": "dense_reward"}, "coda_no_refine": {"refine": False},
-               "coda_unit": {"shaping": "text2potential_unit"}}
+               "coda_unit": {"shaping": "text2potential_unit"},
+               "coda_frozen_actor": {"shaping": "frozen_actor"}}
     for name, fields in changed.items():
         assert METHODS.get(name) == dataclasses.replace(coda, **fields), name
     assert set(ablations.ABLATION_METHODS) == {*changed, "coda"}
@@ -88,14 +89,24 @@ def test_no_refine_uses_the_written_program(monkeypatch: pytest.MonkeyPatch):
 
 def test_smoke_ablation_end_to_end_shares_the_coda_cell(tmp_path: Path, smoke_table: tuple[Path, Path, dict]):
     """On a copy of the smoke table's cells: the bootstrap and the `coda` cell are Table 1's (only the
-    `coda_sparse` cell runs here)."""
+    `coda_sparse` and `coda_frozen_actor` cells run here)."""
     out, results = tmp_path / "runs", tmp_path / "results"
     shutil.copytree(smoke_table[0], out)
     shutil.copytree(smoke_table[1], results)
-    assert ablations.main(["--preset", "smoke", "--methods", "coda_sparse,coda", "--out", str(out),
-                           "--results", str(results)]) == 0
+    assert ablations.main(["--preset", "smoke", "--methods", "coda_sparse,coda_frozen_actor,coda", "--out",
+                           str(out), "--results", str(results)]) == 0
     table = json.loads((results / "ablations_smoke.json").read_text())
-    assert list(table["methods"]) == ["coda_sparse", "coda"] and table["equal_budget"]
+    assert list(table["methods"]) == ["coda_sparse", "coda_frozen_actor", "coda"] and table["equal_budget"]
+    # the frozen actor ran through the loop: its round's checkpoint is the bootstrap actor with a critic,
+    # and the suites evaluated it as the Q-selecting policy
+    import torch
+
+    from coda_policy.awr import Q_SELECT
+
+    frozen = torch.load(out / "coda_frozen_actor_seed0" / "policy" / "round_01.pt", weights_only=False)
+    boot = torch.load(out / "coda_frozen_actor_seed0" / "policy" / "round_00.pt", weights_only=False)
+    assert Q_SELECT in frozen and all(torch.equal(frozen["state_dict"][k], v)
+                                      for k, v in boot["state_dict"].items())
     cells = {m: json.loads((results / ("table1_smoke" if m == "coda" else "ablations_smoke")
                             / f"{m}_seed0.json").read_text()) for m in table["methods"]}
     assert not (results / "ablations_smoke" / "coda_seed0.json").exists()  # one record: Table 1's
