@@ -364,11 +364,10 @@ Q_SELECT = "q_select"  # key of a frozen-actor checkpoint: the critic that picks
 def save_q_select(policy: Any, critic: ChunkCritic, k: int, out: str | Path) -> Path:
     """The frozen-actor ablation's checkpoint: the actor as it is, plus the critic and K that pick its
     chunks at deployment (`load_seeded` then acts as `QSelectPolicy`; `fresh` gives the bare actor)."""
-    path = policy.save(out)
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    ckpt[Q_SELECT] = {"critic": critic.checkpoint(), "k": int(k)}
-    torch.save(ckpt, path)
-    return Path(path)
+    from coda_policy.registry import save_checkpoint
+
+    ckpt = {**policy.checkpoint(), Q_SELECT: {"critic": critic.checkpoint(), "k": int(k)}}
+    return Path(save_checkpoint(ckpt, out))  # one atomic write: never an actor without its critic
 
 
 def load_seeded(path: str | Path, seed: int, fresh: bool = False, device: str = "cpu") -> Any:
