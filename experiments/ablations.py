@@ -48,7 +48,7 @@ from experiments.table1 import (
     run_cells,
 )
 from experiments.table1 import write_table as write_table1
-from experiments.table_stats import change_vs_bootstrap, delta, load_bootstraps, mean_se, ms
+from experiments.table_stats import change_vs_bootstrap, delta, load_bootstraps, mean_se, ms, uneven_seeds
 
 ABLATION_METHODS = ("coda_sparse", "coda_task_potential", "coda_dense_reward", "coda_no_refine", "coda_unit",
                     "coda_frozen_actor", "coda")
@@ -168,6 +168,7 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
         "programs with the round's expert demonstrations (after refinement where it ran).",
         f"Text2potential − sparse on the multi-stage families: {verdict}.",
         f"Equal generation budget across rows: {'yes' if table['equal_budget'] else 'NO'}.",
+        *uneven_seeds(table),
         f"Command: `{meta['command']}` · cells computed at commit(s) {', '.join(meta['cell_commits'])} · "
         f"table written at {meta['commit']} · {meta['versions']}",
     ]

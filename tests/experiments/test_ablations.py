@@ -65,6 +65,7 @@ def test_aggregate_pairs_by_seed_and_reads_multi_stage_families():
     md = ablations.markdown(t, {"command": "c", "cell_commits": ["abc"], "commit": "abc", "versions": "v"})
     assert "+10.0 ± 0.0 pp over 1 paired seed(s) (target ≥ +3 pp: met)" in md
     assert "round 2 (median of 1/2 that reached it)" in md and "0.93 (2)" in md
+    assert "**Rows average different seeds** (coda_sparse [0, 2]; coda [0, 1])" in md  # not comparable as is
 
 
 def test_no_refine_uses_the_written_program(monkeypatch: pytest.MonkeyPatch):
