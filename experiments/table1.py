@@ -37,7 +37,7 @@ from agents.config import METHODS, PRESETS, CriticConfig, RunConfig
 from common.cli import seed_list
 from common.registry import Registry
 from experiments import suites as frozen
-from experiments.table_stats import TABLE_METHODS, aggregate, load_bootstraps, markdown
+from experiments.table_stats import TABLE_METHODS, aggregate, compute, load_bootstraps, markdown
 from sim.pool import EXECUTORS
 
 if TYPE_CHECKING:
@@ -403,6 +403,8 @@ def provenance(command: str) -> dict[str, Any]:
 def write_table(results: Path, preset: TablePreset, preset_name: str, command: str) -> dict[str, Any]:
     cells = [json.loads(p.read_text()) for p in sorted((results / preset.table).glob("*_seed*.json"))]
     table = aggregate(cells, preset_name, load_bootstraps(results, boot_home(preset)))
+    if boot_home(preset) != preset.table:  # another table's bootstraps: its compute, not this one's
+        table["compute"] = compute(cells, {})
     meta = provenance(command)
     meta["cell_commits"] = sorted({c.get("code_commit", "unrecorded") for c in cells})
     table["provenance"] = meta

@@ -111,6 +111,7 @@ def compute(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]]) -
 
 
 def compute_note(table: dict[str, Any]) -> str:
+    """The table page's line on its compute (`compute`); empty for a table written before it was kept."""
     c = table.get("compute")
     if not c:
         return ""
