@@ -197,6 +197,9 @@ def test_a_table_with_more_rounds_forks_the_finished_cells(smoke_table: tuple[Pa
                                                                                / "round_01.pt")
         assert json.loads((cell / "config.json").read_text())["rounds"] == 2
     assert not (results / "table1_smoke_extended" / "bootstrap").exists()  # one home: the base table's
+    # its compute is its own cells' (the forked rounds and the base's bootstraps are the base table's)
+    compute = json.loads((results / "table1_smoke_extended.json").read_text())["compute"]
+    assert compute["bootstrap_s"] == 0 and compute["untimed_bootstraps"] == 0 and compute["eval_s"] >= 0
 
 
 def test_a_token_budget_no_model_reads_does_not_make_another_cell() -> None:
