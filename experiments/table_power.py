@@ -47,18 +47,26 @@ def load_cells(*folders: Path) -> dict[str, dict[int, dict[str, Any]]]:
     return cells
 
 
+def at_round(cell: dict[str, Any], round_no: int | None) -> float:
+    """A cell's average OOD success after its final round, or (`round_no`) after that round of its curve."""
+    if round_no is None:
+        return avg_ood(cell)
+    point = cell["curve"][f"round_{round_no:02d}"]
+    return sum(v["ood"] for v in point.values()) / len(point)
+
+
 def paired(cells: dict[str, dict[int, dict[str, Any]]], method: str, base: str = "coda",
-           margin: float = 5.0, per_split: int = 10) -> dict[str, Any] | None:
+           margin: float = 5.0, per_split: int = 10, round_no: int | None = None) -> dict[str, Any] | None:
     seeds = sorted(set(cells.get(method, {})) & set(cells.get(base, {})))
     if len(seeds) < 2:
         return None
-    d = [avg_ood(cells[base][s]) - avg_ood(cells[method][s]) for s in seeds]
+    d = [at_round(cells[base][s], round_no) - at_round(cells[method][s], round_no) for s in seeds]
     n = len(d)
     mean = sum(d) / n
     sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
     se = sd / math.sqrt(n)
     t = T975.get(n - 1, 1.96)
-    p = sum(avg_ood(cells[method][s]) for s in seeds) / n / 100
+    p = sum(at_round(cells[method][s], round_no) for s in seeds) / n / 100
     return {"method": method, "seeds": seeds, "diffs": [round(x, 2) for x in d], "mean": round(mean, 2),
             "se": round(se, 2), "ci95": [round(mean - t * se, 1), round(mean + t * se, 1)],
             "seeds_for_margin": math.ceil(((1.96 + 0.84) * sd / margin) ** 2) if sd > 0 else n,
@@ -85,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--margin", type=float, default=5.0, help="the difference to detect, pp")
     ap.add_argument("--per-split", type=int, default=10, help="scenes per family in each frozen split")
     ap.add_argument("--base", default="coda", help="the row every other row is paired against")
+    ap.add_argument("--round", type=int, dest="round_no",
+                    help="pair the cells' success after this round of their curves (default: the final)")
     ap.add_argument("--out", type=Path, help="write the Markdown table here")
     a = ap.parse_args(argv)
     try:
@@ -93,11 +103,19 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(e))
     if a.base not in cells:
         ap.error(f"no {a.base} cells under {a.cells}")
+    if a.round_no is not None:
+        short = sorted({f"{m} seed {s}" for m, by in cells.items() for s, c in by.items()
+                        if f"round_{a.round_no:02d}" not in c.get("curve", {})})
+        if short:
+            ap.error(f"--round {a.round_no}: no such round in the curve of {', '.join(short[:4])}"
+                     + (f" (and {len(short) - 4} more)" if len(short) > 4 else ""))
     others = [m for m in TABLE_METHODS if m in cells] + sorted(set(cells) - set(TABLE_METHODS))
     rows = [r for m in others if m != a.base
-            if (r := paired(cells, m, base=a.base, margin=a.margin, per_split=a.per_split)) is not None]
+            if (r := paired(cells, m, base=a.base, margin=a.margin, per_split=a.per_split,
+                            round_no=a.round_no)) is not None]
     cmd = ("python -m experiments.table_power" + (f" --cells {a.cells}" if a.cells != ap.get_default("cells")
                                                   else "") + (f" --base {a.base}" if a.base != "coda" else "")
+           + (f" --round {a.round_no}" if a.round_no is not None else "")
            + (f" --out {a.out}" if a.out else ""))
     text = markdown(rows, a.margin, cmd, a.base)
     print(text)

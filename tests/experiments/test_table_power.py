@@ -73,3 +73,20 @@ def test_rows_of_tables_that_share_bootstraps_pair_and_a_foreign_bootstrap_is_re
     with pytest.raises(SystemExit):
         main(["--cells", f"{t1},{ab}", "--base", "uniform"])
     assert "different bootstrap policies" in capsys.readouterr().err
+
+
+def test_cells_pair_after_an_earlier_round_of_their_curves(tmp_path, capsys):
+    fams = ("pick_place", "articulated", "put_inside", "stack_insert")
+    for seed, (c2, c3, u2, u3) in enumerate([(10.0, 20.0, 15.0, 15.0), (5.0, 15.0, 10.0, 5.0)]):
+        for method, r2, r3 in (("coda", c2, c3), ("uniform", u2, u3)):
+            curve = {"round_02": dict.fromkeys(fams, {"ood": r2}),
+                     "round_03": dict.fromkeys(fams, {"ood": r3})}
+            (tmp_path / f"{method}_seed{seed}.json").write_text(json.dumps(
+                {"method": method, "seed": seed, "ood": dict.fromkeys(fams, r3), "curve": curve}))
+    assert main(["--cells", str(tmp_path), "--round", "2"]) == 0
+    assert "| uniform | -5.0, -5.0 |" in capsys.readouterr().out  # after round 2
+    assert main(["--cells", str(tmp_path)]) == 0
+    assert "| uniform | +5.0, +10.0 |" in capsys.readouterr().out  # after the last
+    with pytest.raises(SystemExit):
+        main(["--cells", str(tmp_path), "--round", "4"])
+    assert "--round 4: no such round in the curve of coda seed 0" in capsys.readouterr().err
