@@ -39,13 +39,9 @@ RECORDS = ",".join(str(ROOT / "docs" / "results" / t) for t in ("table1", "ablat
 def ood_side(f: Any, value: Any) -> str | None:
     """Where `value` of factor `f` lies out of distribution: "low"/"high" below/above its ID range, the
     value itself for an unseen choice; None in distribution (or for a factor with no OOD part)."""
-    if not f.has_ood:
+    if not f.has_ood or f.contains(value):
         return None
-    if f.type == "choice":
-        return None if value in (f.choices or ()) else str(value)
-    lo, hi = f.range
-    v = float(value)
-    return "low" if v < lo else "high" if v > hi else None
+    return str(value) if f.type == "choice" else "low" if float(value) < f.range[0] else "high"
 
 
 def depth(f: Any, value: Any) -> float | None:

@@ -37,8 +37,7 @@ def writer_examples(deps: Deps, mode: Any) -> list[str]:
         return []
     from agents.writers.examples import procedural_examples
 
-    return procedural_examples(deps.memory, mode, lambda p: load_program(deps, p[:-3] + ".json"
-                                                                          if p.endswith(".py") else p), k)
+    return procedural_examples(deps.memory, mode, lambda p: load_program(deps, p), k)  # .py: its sidecar
 
 
 def seed_programs(deps: Deps, family: str) -> tuple[str, str]:
