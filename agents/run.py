@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents.config import METHODS, PRESETS, RunConfig
+from agents.config import METHODS, PRESETS, RunConfig, check_method
 from agents.graph.rundir import RunDir, read_metrics
 from common.cli import UsageError, run_cli
 from common.cli import console as cli_console
@@ -204,13 +204,20 @@ def read_config_file(path: Path, what: str = "--config") -> RunConfig:
     if not isinstance(data, dict):
         raise ValueError(f"{what} {path} must hold a JSON object of RunConfig fields, not a "
                          f"{type(data).__name__}")
+    written = data.pop("method_config", None)  # what the method meant when the file was written
     unknown = sorted(set(data) - {f.name for f in dataclasses.fields(RunConfig)})
     if unknown:
         raise ValueError(f"{what} {path}: unknown RunConfig fields {unknown}")
     try:
-        return RunConfig.from_json(json.dumps(data))
+        cfg = RunConfig.from_json(json.dumps(data))
     except (TypeError, AttributeError, KeyError, ValueError) as e:
         raise ValueError(f"{what} {path} is not a valid RunConfig ({e})") from None
+    if isinstance(written, dict):
+        try:
+            check_method(cfg.method, written)
+        except ValueError as e:
+            raise ValueError(f"{what} {path}: {e}") from None
+    return cfg
 
 
 def check_out(out: Path, *, resume: bool) -> None:

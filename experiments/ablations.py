@@ -4,20 +4,21 @@ budget, evaluated on the frozen suites (`experiments.suites`) like Table 1.
     python -m experiments.ablations --preset smoke                       # the harness end to end (minutes)
     python -m experiments.ablations --preset default --seeds 3 --commit  # the table (resumes)
 
-Every row is a method of the one graph (`agents.config.METHODS`): CoDA whose advantage-weighted update is
-shaped by the sparse verifier only (`coda_sparse`), by a potential written from the task description alone
-(`coda_task_potential`), by the training program's stages as a free-form dense reward that is not a
-potential difference (`coda_dense_reward`), by the compiled training program used as written, without
-refinement against the expert demos (`coda_no_refine`), by Text2potential with β = 1/m so that βΦ lies on the
-success reward's scale (`coda_unit`, FINDINGS #25), by a frozen actor whose Text2potential-shaped critic
-picks the best of K sampled chunks at deployment instead of any policy update (`coda_frozen_actor`), and by
-Text2potential (`coda`, the Table 1 row).
+Every row is a method of the one graph (`agents.config.METHODS`): the paper's CoDA, whose advantage-weighted
+update is shaped by Text2potential (`coda_text2potential`), and the same loop with another training signal:
+the sparse verifier only (`coda`, the Table 1 row since FINDINGS #28 found it the better design), a
+potential written from the task description alone (`coda_task_potential`), the training program's stages as
+a free-form dense reward that is not a potential difference (`coda_dense_reward`), the compiled training
+program used as written, without refinement against the expert demos (`coda_no_refine`), Text2potential
+with β = 1/m so that βΦ lies on the success reward's scale (`coda_unit`, FINDINGS #25), and a frozen actor
+whose Text2potential-shaped critic picks the best of K sampled chunks at deployment instead of any policy
+update (`coda_frozen_actor`).
 
 The cells are Table 1's kind of cell: the default preset is Table 1's `default` (same run config, same
-label), and its run directories default to Table 1's, so the `coda` row and each seed's bootstrap are the
-very runs of Table 1, not recomputed. A row that is also a Table 1 row (`coda`) has one record, Table 1's
-(`docs/results/table1/coda_seed<k>.json`): this table reads it there, and runs it, when missing, as Table 1
-would. Reported per family and on the multi-stage families (articulated,
+label), and its run directories default to Table 1's, so the rows Table 1 also shows (`coda`,
+`coda_text2potential`) and each seed's bootstrap are the very runs of Table 1, not recomputed. Such a row
+has one record, Table 1's (`docs/results/table1/<method>_seed<k>.json`): this table reads it there, and
+runs it, when missing, as Table 1 would. Reported per family and on the multi-stage families (articulated,
 put-inside, stack/insert), where staging can matter: OOD success, ID success, the policy updates (rounds)
 a cell needed to reach `--reach` % OOD on those families, and the agreement of the compiled training
 programs with the round's expert demonstrations.
@@ -50,16 +51,16 @@ from experiments.table1 import (
 from experiments.table1 import write_table as write_table1
 from experiments.table_stats import change_vs_bootstrap, delta, load_bootstraps, mean_se, ms, uneven_seeds
 
-ABLATION_METHODS = ("coda_sparse", "coda_task_potential", "coda_dense_reward", "coda_no_refine", "coda_unit",
-                    "coda_frozen_actor", "coda")
+ABLATION_METHODS = ("coda", "coda_task_potential", "coda_dense_reward", "coda_no_refine", "coda_unit",
+                    "coda_frozen_actor", "coda_text2potential")
 ROW_LABELS = {
-    "coda_sparse": "sparse verifier only",
+    "coda": "sparse verifier only (CoDA's default)",
     "coda_task_potential": "potential from the task description",
     "coda_dense_reward": "free-form dense reward (not a potential)",
     "coda_no_refine": "Text2potential without refinement",
     "coda_unit": "Text2potential at β = 1/m (βΦ on the success reward's scale)",
     "coda_frozen_actor": "frozen actor with Q-selection",
-    "coda": "Text2potential",
+    "coda_text2potential": "Text2potential (the paper's)",
 }
 MULTI_STAGE = ("articulated", "put_inside", "stack_insert")
 # the OOD success (%) on the multi-stage families whose first round is reported (the paper's "steps to
@@ -129,8 +130,8 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str, reach: float = 
             "agreement": round(sum(agree) / len(agree), 3) if agree else None,
             "programs": len(agree), "cells": len(cs), "seeds": [c["seed"] for c in cs],
         }
-    diff = paired_difference(by_method["coda"], by_method["coda_sparse"], multi) \
-        if by_method.get("coda") and by_method.get("coda_sparse") else None
+    diff = paired_difference(by_method["coda_text2potential"], by_method["coda"], multi) \
+        if by_method.get("coda_text2potential") and by_method.get("coda") else None
     budgets = {json.dumps(c["accepted_per_round"], sort_keys=True) for c in cells}
     return {"preset": preset_name, "seeds": sorted({c["seed"] for c in cells}), "multi_stage": multi,
             "reach_pct": reach, "methods": methods, "text2potential_minus_sparse": diff,

@@ -93,6 +93,9 @@ CASES = [
          damage="policy_deleted", unchanged=True),
     Case("resume_changes_method", "agents.run", "--resume --method scalar --out {run}", 2, "only --rounds",
          unchanged=True),
+    # a run written when its method name meant another configuration (FINDINGS #28 made `coda` sparse)
+    Case("resume_method_redefined", "agents.run", "--resume --rounds 2 --out {run}", 2,
+         'set "method": "coda_text2potential"', damage="method_redefined", unchanged=True),
     # agents.replay
     Case("replay_missing_dir", "agents.replay", "{tmp}/none", 2, "not a run directory"),
     Case("replay_not_a_run", "agents.replay", "{tmp}", 2, "no checkpoints"),
@@ -156,6 +159,12 @@ def _damage(run: Path, how: str) -> None:
     elif how == "config_replay":
         cfg = json.loads((run / "config.json").read_text())
         (run / "config.json").write_text(json.dumps({**cfg, "llm": "replay"}))
+    elif how == "method_redefined":  # as if written when `coda` meant the Text2potential configuration
+        from agents.config import METHODS
+
+        then = {**dataclasses.asdict(METHODS.get("coda")), "shaping": "text2potential"}
+        cfg = json.loads((run / "config.json").read_text())
+        (run / "config.json").write_text(json.dumps({**cfg, "method": "coda", "method_config": then}))
     elif how == "policy_deleted":
         (run / "policy" / "round_00.pt").unlink()
     elif how:

@@ -60,16 +60,16 @@ def test_rows_of_tables_that_share_bootstraps_pair_and_a_foreign_bootstrap_is_re
     t1, ab = tmp_path / "table1", tmp_path / "ablations"
     t1.mkdir(), ab.mkdir()
     for seed in (0, 1):
-        for folder, method, ood in ((t1, "coda", 10.0), (t1, "uniform", 20.0), (ab, "coda_sparse", 15.0)):
+        for folder, method, ood in ((t1, "coda", 10.0), (t1, "uniform", 20.0), (ab, "coda_unit", 15.0)):
             _cell(folder, method, seed, ood + seed)
             cell = json.loads((folder / f"{method}_seed{seed}.json").read_text())
             cell.update(bootstrap_sha256=f"boot{seed}", bootstrap_shared=True)
             (folder / f"{method}_seed{seed}.json").write_text(json.dumps(cell))
     assert main(["--cells", f"{t1},{ab}", "--base", "uniform"]) == 0
     out = capsys.readouterr().out
-    assert "| coda_sparse | +5.0, +5.0 |" in out and f"--cells {t1},{ab}" in out
-    cell = json.loads((ab / "coda_sparse_seed1.json").read_text())
-    (ab / "coda_sparse_seed1.json").write_text(json.dumps({**cell, "bootstrap_sha256": "other"}))
+    assert "| coda_unit | +5.0, +5.0 |" in out and f"--cells {t1},{ab}" in out
+    cell = json.loads((ab / "coda_unit_seed1.json").read_text())
+    (ab / "coda_unit_seed1.json").write_text(json.dumps({**cell, "bootstrap_sha256": "other"}))
     with pytest.raises(SystemExit):
         main(["--cells", f"{t1},{ab}", "--base", "uniform"])
     assert "different bootstrap policies" in capsys.readouterr().err
