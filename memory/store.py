@@ -289,11 +289,6 @@ class Memory:
                 "created_round": m.created_round, "json": core}
         self.semantic.upsert(ids=[m.id], documents=[m.description], metadatas=[meta])
 
-    def set_description(self, mode_id: str, description: str) -> DifficultyMode:
-        """Replace a mode's description (e.g. an LLM summary of its members); re-embeds it for search."""
-        self._put_mode(self._stored_mode(mode_id).model_copy(update={"description": description}))
-        return self.mode(mode_id)
-
     def _stored_modes(self) -> list[DifficultyMode]:
         got = self.semantic.get(include=["metadatas"])
         return [DifficultyMode.model_validate_json(m["json"]) for m in got["metadatas"]]

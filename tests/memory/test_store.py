@@ -168,5 +168,3 @@ def test_search_and_lookup(mem: Memory) -> None:
         mem.mode("obj_yaw_grasp_hgh")
     with pytest.raises(KeyError):
         mem.add_programs("no_such_mode", "g", "t", "pick_place")
-    mem.set_description(far.id, "Objects placed beyond the arm's reach.")
-    assert mem.mode(far.id).description == "Objects placed beyond the arm's reach."
