@@ -38,8 +38,9 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
     from coda_policy.libero_features import categories
     from common.text import default_embedder
     from experiments.liberopro import init_states, tasks
+    from sim.libero.drawer import expert_for
     from sim.libero.env import LiberoEnv
-    from sim.libero.expert import PickPlaceExpert, UnsupportedGoal
+    from sim.libero.expert import UnsupportedGoal
 
     emb = default_embedder()
     episodes: list[dict[str, Any]] = []
@@ -57,7 +58,7 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
             for i in range(first_state, min(first_state + per_task, len(states))):
                 env.reset(states[i], seed=seed + i)
                 try:
-                    expert = PickPlaceExpert(env)
+                    expert = expert_for(env)
                 except UnsupportedGoal as e:
                     log(f"{task.name}: {e}; skipped")
                     break

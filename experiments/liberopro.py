@@ -160,8 +160,9 @@ def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, se
     import time
 
     from coda_policy.libero_features import LiberoPolicy
+    from sim.libero.drawer import expert_for
     from sim.libero.env import LiberoEnv
-    from sim.libero.expert import PickPlaceExpert, UnsupportedGoal
+    from sim.libero.expert import UnsupportedGoal
 
     t0 = time.perf_counter()
     task = next(t for t in tasks(suite, perturb) if t.name == name)
@@ -184,7 +185,7 @@ def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, se
                 watch, failure_phase = lift.watch, lift.failure_phase
             else:
                 try:
-                    expert = PickPlaceExpert(env)
+                    expert = expert_for(env)
                 except UnsupportedGoal as e:
                     return TaskResult(task.suite, name, task.instruction, 0, 0, [], [],
                                       time.perf_counter() - t0, skipped=str(e))

@@ -6,6 +6,9 @@ package's BDDL files, init states and meshes, all offline) behind small interfac
 - `expert.PickPlaceExpert`: a scripted expert over privileged state for the goals `(On obj target)` and
   `(In obj region)` — every task of `libero_spatial` and `libero_object` and the pick-place tasks of
   `libero_goal` — with phase labels (approach, grasp, lift, transport, place, release, retreat).
+- `drawer.DrawerExpert`: the goals `(Open R)` / `(Close R)` of a sliding drawer (turn the hand, take the
+  handle, pull or push along the slide joint); `drawer.expert_for(env)` picks the expert for a task's goal
+  and raises `expert.UnsupportedGoal` with the reason for the rest.
 - `scene.LiberoScene` and `validity.check`: a BDDL problem as data (read, edited, written back) and the
   expert's verdict on a scene we wrote.
 - Our policy reads these environments through `coda_policy.libero_features`; the benchmark protocol on top

@@ -24,31 +24,49 @@ PHASES = ("approach", "grasp", "lift", "transport", "place", "release", "retreat
 GAIN = 12.0  # position error (m) → action units; an action of 1 moves the set-point 5 cm
 OPEN, CLOSE = -1.0, 1.0
 STALL_STEPS, STALL_M = 6, 0.002  # a move ends early when the hand went less than 2 mm in 6 steps
+STALL_RAD = 0.01  # ... and, when it turns, its orientation error changed less than this (rad)
+ROT_GAIN, ROT_TOL = 2.0, 0.05  # orientation error (rad) → action units (1 turns 0.5 rad); done within (rad)
 
 
 class UnsupportedGoal(ValueError):
     """The task's goal is not one the scripted expert can reach (an articulated fixture, a stove knob...)."""
 
 
+def _rot_error(env: LiberoEnv, rot: np.ndarray) -> np.ndarray:
+    """The axis-angle (rad, world frame) that turns the hand's orientation into `rot`."""
+    import robosuite.utils.transform_utils as T
+
+    now = T.quat2mat(np.asarray(env.obs["robot0_eef_quat"], dtype=float))
+    return np.asarray(T.quat2axisangle(T.mat2quat(rot @ now.T)), dtype=float)
+
+
 def _move(env: LiberoEnv, target: np.ndarray, grip: float, max_steps: int,
-          tol: float) -> Iterator[np.ndarray]:
+          tol: float, rot: np.ndarray | None = None, speed: float = 1.0) -> Iterator[np.ndarray]:
+    """Toward `target` (and, given `rot`, the hand orientation `rot`; otherwise no rotation is commanded)
+    until within `tol` (and ROT_TOL), blocked, or `max_steps`; position actions at most `speed`."""
     trail: list[np.ndarray] = []
     for i in range(max_steps):
         err = target - env.eef
-        trail.append(env.eef)
-        if i > 2 and float(np.linalg.norm(err)) < tol:
+        turn = np.zeros(3) if rot is None else _rot_error(env, rot)
+        trail.append(np.r_[env.eef, turn])
+        if i > 2 and float(np.linalg.norm(err)) < tol and float(np.linalg.norm(turn)) < ROT_TOL:
             return
-        if len(trail) > STALL_STEPS and float(np.linalg.norm(trail[-1] - trail[-1 - STALL_STEPS])) < STALL_M:
+        moved = trail[-1] - trail[-1 - STALL_STEPS] if len(trail) > STALL_STEPS else None
+        if moved is not None and float(np.linalg.norm(moved[:3])) < STALL_M \
+                and float(np.linalg.norm(moved[3:])) < STALL_RAD:
             return  # blocked (the object touches down, a finger meets the rim): go on from here
         a = np.zeros(7)
-        a[:3] = np.clip(err * GAIN, -1.0, 1.0)
+        a[:3] = np.clip(err * GAIN, -speed, speed)
+        a[3:6] = np.clip(turn * ROT_GAIN, -1.0, 1.0)
         a[6] = grip
         yield a
 
 
-def _hold(grip: float, steps: int) -> Iterator[np.ndarray]:
+def _hold(grip: float, steps: int, env: LiberoEnv | None = None,
+          rot: np.ndarray | None = None) -> Iterator[np.ndarray]:
     for _ in range(steps):
-        yield np.r_[np.zeros(6), grip]
+        turn = np.zeros(3) if rot is None or env is None else _rot_error(env, rot)
+        yield np.r_[np.zeros(3), np.clip(turn * ROT_GAIN, -1.0, 1.0), grip]
 
 
 class PickPlaceExpert:

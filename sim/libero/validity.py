@@ -29,8 +29,9 @@ def check(scene: LiberoScene, *, starts: int = 2, seed: int = 0, max_steps: int 
     """Write the scene, build its environment, and run the expert from `starts` sampled starts (seeds
     seed, seed + 1, ...); a scene LIBERO cannot build, or whose goal the expert does not know, is invalid
     with the reason."""
+    from sim.libero.drawer import expert_for
     from sim.libero.env import LiberoEnv
-    from sim.libero.expert import PickPlaceExpert, UnsupportedGoal
+    from sim.libero.expert import UnsupportedGoal
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="coda-libero-scene-") as tmp:
@@ -46,7 +47,7 @@ def check(scene: LiberoScene, *, starts: int = 2, seed: int = 0, max_steps: int 
             for s in range(seed, seed + starts):
                 env.reset(seed=s)
                 try:
-                    expert = PickPlaceExpert(env)
+                    expert = expert_for(env)
                 except UnsupportedGoal as e:
                     return LiberoValidity(error=str(e), wall_s=time.perf_counter() - t0)
                 while env.steps < max_steps and not env.success():
