@@ -22,7 +22,7 @@ from typing import Protocol
 import numpy as np
 
 from sim.libero.env import LiberoEnv
-from sim.libero.expert import CLOSE, OPEN, PickPlaceExpert, UnsupportedGoal, _hold, _move
+from sim.libero.expert import CLOSE, OPEN, PickPlaceExpert, UnsupportedGoal, hold, move
 
 PHASES = ("turn", "approach", "grasp", "pull", "push", "release", "retreat")
 TRAVEL = 0.22  # m the hand pulls (or pushes) along the slide axis; the wooden cabinet's drawer opens ~0.2
@@ -118,27 +118,26 @@ class DrawerExpert:
         rot = _facing(pull, start)
         grip = OPEN if self.how == "open" else CLOSE
         self.phase = "turn"
-        yield from _move(env, env.eef + [0, 0, 0.02], grip, 60, 0.02, rot)
+        yield from move(env, env.eef + [0, 0, 0.02], grip, 60, 0.02, rot)
         self.phase = "approach"
-        yield from _move(env, bar + pull * STANDOFF, grip, 100, 0.01, rot)
+        yield from move(env, bar + pull * STANDOFF, grip, 100, 0.01, rot)
         if self.how == "open":
             self.phase = "grasp"
-            yield from _move(env, bar - pull * DEPTH, OPEN, 60, 0.005, rot)
-            yield from _hold(CLOSE, 15, env, rot)
+            yield from move(env, bar - pull * DEPTH, OPEN, 60, 0.005, rot)
+            yield from hold(CLOSE, 15, env, rot)
             self.phase = "pull"
-            yield from _move(env, bar + pull * TRAVEL, CLOSE, 120, 0.01, rot, speed=PULL_SPEED)
+            yield from move(env, bar + pull * TRAVEL, CLOSE, 120, 0.01, rot, speed=PULL_SPEED)
             self.phase = "release"
-            yield from _hold(OPEN, 10, env, rot)
+            yield from hold(OPEN, 10, env, rot)
         else:
             self.phase = "push"
-            yield from _move(env, bar - pull * TRAVEL, CLOSE, 120, 0.01, rot)
+            yield from move(env, bar - pull * TRAVEL, CLOSE, 120, 0.01, rot)
         self.phase = "retreat"
-        yield from _move(env, env.eef + pull * 0.08, OPEN, 40, 0.01, rot)
+        yield from move(env, env.eef + pull * 0.08, OPEN, 40, 0.01, rot)
         # back toward the robot at this height, turning back (the arm is near full reach here: rising first
-        # stretches it to its elbow limit), then where the hand began, so a next expert starts from the pose
-        # a task starts from and its straight moves never cross the open drawer
-        yield from _move(env, np.r_[home[0], env.eef[1], env.eef[2]], OPEN, 80, 0.02, start)
-        yield from _move(env, home, OPEN, 80, 0.02, start)
+        # stretches it to its elbow limit), then where the hand began
+        yield from move(env, np.r_[home[0], env.eef[1], env.eef[2]], OPEN, 80, 0.02, start)
+        yield from move(env, home, OPEN, 80, 0.02, start)
 
 
 def expert_for(env: LiberoEnv) -> Expert:

@@ -40,7 +40,7 @@ def _rot_error(env: LiberoEnv, rot: np.ndarray) -> np.ndarray:
     return np.asarray(T.quat2axisangle(T.mat2quat(rot @ now.T)), dtype=float)
 
 
-def _move(env: LiberoEnv, target: np.ndarray, grip: float, max_steps: int,
+def move(env: LiberoEnv, target: np.ndarray, grip: float, max_steps: int,
           tol: float, rot: np.ndarray | None = None, speed: float = 1.0) -> Iterator[np.ndarray]:
     """Toward `target` (and, given `rot`, the hand orientation `rot`; otherwise no rotation is commanded)
     until within `tol` (and ROT_TOL), blocked, or `max_steps`; position actions at most `speed`."""
@@ -62,7 +62,7 @@ def _move(env: LiberoEnv, target: np.ndarray, grip: float, max_steps: int,
         yield a
 
 
-def _hold(grip: float, steps: int, env: LiberoEnv | None = None,
+def hold(grip: float, steps: int, env: LiberoEnv | None = None,
           rot: np.ndarray | None = None) -> Iterator[np.ndarray]:
     for _ in range(steps):
         turn = np.zeros(3) if rot is None or env is None else _rot_error(env, rot)
@@ -133,12 +133,12 @@ class PickPlaceExpert:
         b = env.box(self.obj)
         g = self._grasp_point(b)
         self.phase = "approach"
-        yield from _move(env, g + [0, 0, 0.12], OPEN, 90, 0.01)
+        yield from move(env, g + [0, 0, 0.12], OPEN, 90, 0.01)
         self.phase = "grasp"
-        yield from _move(env, g, OPEN, 60, 0.005)
-        yield from _hold(CLOSE, 15)
+        yield from move(env, g, OPEN, 60, 0.005)
+        yield from hold(CLOSE, 15)
         self.phase = "lift"
-        yield from _move(env, env.eef + [0, 0, 0.18], CLOSE, 50, 0.01)
+        yield from move(env, env.eef + [0, 0, 0.18], CLOSE, 50, 0.01)
         held = env.box(self.obj)
         self.lifted = bool(held.lo[2] > b.lo[2] + 0.03)
         hang = float(env.eef[2] - held.lo[2])  # the object's bottom this far below the hand
@@ -146,10 +146,10 @@ class PickPlaceExpert:
         xy, top = self._target_point()
         self.phase = "transport"
         safe = max(float(env.eef[2]), top + hang + 0.08)
-        yield from _move(env, np.r_[xy + offset, safe], CLOSE, 100, 0.01)
+        yield from move(env, np.r_[xy + offset, safe], CLOSE, 100, 0.01)
         self.phase = "place"
-        yield from _move(env, np.r_[xy + offset, top + hang + 0.02], CLOSE, 50, 0.008)
+        yield from move(env, np.r_[xy + offset, top + hang + 0.02], CLOSE, 50, 0.008)
         self.phase = "release"
-        yield from _hold(OPEN, 10)
+        yield from hold(OPEN, 10)
         self.phase = "retreat"
-        yield from _move(env, env.eef + [0, 0, 0.10], OPEN, 25, 0.01)
+        yield from move(env, env.eef + [0, 0, 0.10], OPEN, 25, 0.01)
