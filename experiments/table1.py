@@ -23,6 +23,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import resource
 import shutil
 import subprocess
 import sys
@@ -136,6 +137,12 @@ def _agents_run(args: list[str], log: Path) -> None:
         tail = "\n".join(log.read_text().splitlines()[-15:])
         raise RuntimeError(f"python -m agents.run {' '.join(args)} failed (exit {done.returncode}); "
                            f"log {log}:\n{tail}")
+
+
+def children_cpu_s() -> float:
+    """CPU s of finished child processes and their descendants (around one `agents.run`: that cell's)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def run_cell(cfg: RunConfig, run: Path, where: Sequence[str] = ()) -> None:
@@ -481,7 +488,7 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
         if todo is None:
             continue
         cfg, run, record = todo
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), children_cpu_s()
         boot_hash = None
         if cfg.method_config.bootstrap_sft:
             boot = boot or shared_bootstrap(preset, seed, critic, workers, out, results)
@@ -490,7 +497,8 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
         log(f"{method} seed {seed}: running {cfg.rounds} rounds in {run}")
         run_cell(cfg, run)
         finish_cell(cfg, run, preset, preset_name, record, time.perf_counter() - t0, boot_hash, pool=pool,
-                    out=out, results=results, commit=commit, write=write, log=log)
+                    out=out, results=results, commit=commit, write=write, log=log,
+                    run_cpu_s=children_cpu_s() - cpu0)
 
 
 def pending_cell(preset: TablePreset, method: str, seed: int, critic: str, workers: int, out: Path,
@@ -510,13 +518,14 @@ def pending_cell(preset: TablePreset, method: str, seed: int, critic: str, worke
 
 def finish_cell(cfg: RunConfig, run: Path, preset: TablePreset, preset_name: str, record: Path, wall_s: float,
                 boot_hash: str | None, *, pool: Any, out: Path, results: Path, commit: bool, write: Any,
-                log: Any) -> None:
+                log: Any, run_cpu_s: float | None = None) -> None:
     """A finished cell's run on the frozen suites → its record (checked against the shared bootstrap), the
     table rebuilt, and with `commit` both committed."""
     t0 = time.perf_counter()
     evals = evaluate_cell(cfg, run, preset, pool, shared=out / "_eval_cache")
     rec = {**cell_record(cfg, run, evals, wall_s, boot_hash, preset_name),
-           "eval_s": round(time.perf_counter() - t0, 1)}
+           "eval_s": round(time.perf_counter() - t0, 1),
+           **({} if run_cpu_s is None else {"run_cpu_s": round(run_cpu_s, 1)})}
     if boot_hash is not None and not rec["bootstrap_shared"]:
         raise RuntimeError(f"{run}: its round-0 policy is not the shared bootstrap's "
                            f"({rec['bootstrap_sha256'][:12]} vs {boot_hash[:12]})")

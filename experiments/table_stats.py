@@ -105,11 +105,14 @@ def compute(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]]) -
     many records predate the evaluation timing (their share is missing from the sum, not zero)."""
     timed = [c for c in cells if "eval_s" in c]
     boot_timed = [b for b in boots.values() if "wall_s" in b]
+    cpu = [c["run_cpu_s"] for c in cells if "run_cpu_s" in c]
     return {"run_s": round(sum(c["wall_s"] for c in cells), 1),
             "eval_s": round(sum(c["eval_s"] for c in timed), 1),
             "untimed_eval_cells": len(cells) - len(timed),
             "bootstrap_s": round(sum(b["wall_s"] + b["eval_s"] for b in boot_timed), 1),
-            "untimed_bootstraps": len(boots) - len(boot_timed)}
+            "untimed_bootstraps": len(boots) - len(boot_timed),
+            # CPU seconds of the cells' `agents.run` processes (unaffected by other jobs on the cores)
+            "run_cpu_s": round(sum(cpu), 1), "cpu_timed_cells": len(cpu)}
 
 
 def compute_note(table: dict[str, Any]) -> str:
@@ -122,7 +125,9 @@ def compute_note(table: dict[str, Any]) -> str:
                                              (c["untimed_bootstraps"], "bootstraps")) if n]
     return (f"Compute recorded: {total:,.0f} s ({total / 3600:.2f} h) — cell runs {c['run_s']:,.0f} s, their "
             f"suite evaluations {c['eval_s']:,.0f} s, bootstraps {c['bootstrap_s']:,.0f} s"
-            + (f"; not timed (recorded before timing was added): {', '.join(missing)}." if missing else "."))
+            + (f"; not timed (recorded before timing was added): {', '.join(missing)}." if missing else ".")
+            + (f" CPU of the cell runs' processes: {c['run_cpu_s']:,.0f} s over {c['cpu_timed_cells']} cells "
+               f"({c['run_cpu_s'] / 7200:.2f} h of 2 cores)." if c.get("cpu_timed_cells") else ""))
 
 
 def load_bootstraps(results: Path, table: str) -> dict[int, dict[str, Any]]:

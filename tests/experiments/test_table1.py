@@ -51,12 +51,13 @@ def test_change_against_the_bootstrap_and_budget_on_modes():
 
 def test_compute_sums_the_records_and_says_what_predates_the_timing():
     boots = {0: {"seed": 0, "wall_s": 100.0, "eval_s": 20.0}, 1: {"seed": 1}}
-    cells = [{**_cell("sft", 0, 10.0), "eval_s": 5.0}, _cell("sft", 1, 20.0)]
+    cells = [{**_cell("sft", 0, 10.0), "eval_s": 5.0, "run_cpu_s": 14.4}, _cell("sft", 1, 20.0)]
     table = table_stats.aggregate(cells, "x", boots)
     assert table["compute"] == {"run_s": 20.0, "eval_s": 5.0, "untimed_eval_cells": 1, "bootstrap_s": 120.0,
-                                "untimed_bootstraps": 1}
+                                "untimed_bootstraps": 1, "run_cpu_s": 14.4, "cpu_timed_cells": 1}
     note = table_stats.compute_note(table)
     assert "145 s" in note and "1 cells' suite evaluations, 1 bootstraps" in note
+    assert "CPU of the cell runs' processes: 14 s over 1 cells" in note
 
 
 def test_unequal_budgets_are_reported():
@@ -95,6 +96,8 @@ def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
     assert boot["wall_s"] > 0 and boot["eval_s"] > 0
     assert table["compute"]["untimed_eval_cells"] == 0 and table["compute"]["untimed_bootstraps"] == 0
     assert table["compute"]["eval_s"] == pytest.approx(sum(c["eval_s"] for c in cells.values()), abs=0.5)
+    # each cell's agents.run process tree is charged its own CPU: some, and no more than 2 cores × its wall
+    assert all(0 < c["run_cpu_s"] <= 2 * c["wall_s"] + 5 for c in cells.values())
     assert "Compute recorded:" in (results / "table1_smoke.md").read_text()
     for plot in ("ood_vs_envs", "gain", "memory"):
         assert (results / f"table1_smoke_{plot}.png").stat().st_size > 1000
