@@ -102,6 +102,9 @@ TABLES.register("default", TablePreset(
 TABLES.register("rounds3", dataclasses.replace(
     TABLES.get("default"), table="table1_rounds3", label="table1", extends="default",
     overrides={**TABLES.get("default").overrides, "rounds": 3}))
+# Table 1's `default` cells run again from its kept bootstraps, all at one commit, each timed in CPU
+# seconds (`run_cpu_s`): what the preset costs (#10: ≤ 3 h on 2 cores). Run with its own --out.
+TABLES.register("timed", dataclasses.replace(TABLES.get("default"), table="table1_timed", label="table1"))
 TABLES.register("full", TablePreset(run_preset="default", seeds=3, per_split=10, table="table1_full",
                                     overrides={"llm": "rules", "rounds": 5, "thumbnails": False}))
 
