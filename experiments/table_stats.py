@@ -111,7 +111,8 @@ def compute(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]]) -
             "untimed_eval_cells": len(cells) - len(timed),
             "bootstrap_s": round(sum(b["wall_s"] + b["eval_s"] for b in boot_timed), 1),
             "untimed_bootstraps": len(boots) - len(boot_timed),
-            # CPU seconds of the cells' `agents.run` processes (unaffected by other jobs on the cores)
+            # CPU seconds of the cells' `agents.run` processes (unaffected by other jobs on the cores; like
+            # `wall_s`, a cell resumed after a kill counts only its last invocation)
             "run_cpu_s": round(sum(cpu), 1), "cpu_timed_cells": len(cpu)}
 
 
