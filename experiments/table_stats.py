@@ -1,6 +1,6 @@
 """A table of Table 1-style cells, as numbers and as Markdown: mean ± standard error over seeds, each
 method's change against its seed's bootstrap, the share of the budget spent on difficulty modes. Pure
-functions of the cell records (`experiments.table1.cell_record`); `experiments.table1` and
+functions of the cell records (`experiments.table_record.cell_record`); `experiments.table1` and
 `experiments.ablations` write their tables with them.
 """
 
