@@ -43,10 +43,10 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
 
     from agents.config import METHODS
     from experiments.table1 import (
-        _commit,
         boot_home,
         bootstrap_files,
         bootstrap_record,
+        commit_files,
         finish_cell,
         kept_bootstrap_cell,
         pending_cell,
@@ -81,7 +81,7 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
         path = bootstrap_record(preset, seed, critic, workers, out, results, pool)  # evaluated here
         log(f"bootstrap seed {seed}: on the suites")
         if commit:
-            _commit([path, *bootstrap_files(results, boot_home(preset), seed)],
+            commit_files([path, *bootstrap_files(results, boot_home(preset), seed)],
                     f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
     cells = []
     for seed in seeds:

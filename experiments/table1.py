@@ -39,7 +39,14 @@ from common.cli import seed_list
 from common.registry import Registry
 from experiments import suites as frozen
 from experiments.table_record import ROOT, cell_record, metrics_rows, provenance, sha256
-from experiments.table_stats import TABLE_METHODS, aggregate, compute, load_bootstraps, markdown
+from experiments.table_stats import (
+    TABLE_METHODS,
+    aggregate,
+    compute,
+    load_bootstrap_costs,
+    load_bootstraps,
+    markdown,
+)
 from sim.pool import EXECUTORS
 
 if TYPE_CHECKING:
@@ -319,8 +326,8 @@ def bootstrap_record(preset: TablePreset, seed: int, critic: str, workers: int, 
 def write_table(results: Path, preset: TablePreset, preset_name: str, command: str) -> dict[str, Any]:
     cells = [json.loads(p.read_text()) for p in sorted((results / preset.table).glob("*_seed*.json"))]
     table = aggregate(cells, preset_name, load_bootstraps(results, boot_home(preset)))
-    if boot_home(preset) != preset.table:  # another table's bootstraps: its compute, not this one's
-        table["compute"] = compute(cells, {})
+    if boot_home(preset) != preset.table:  # another table's bootstraps: their cost only when trained again
+        table["compute"] = compute(cells, load_bootstrap_costs(results, preset.table))
     meta = provenance(command)
     meta["cell_commits"] = sorted({c.get("code_commit", "unrecorded") for c in cells})
     table["provenance"] = meta
@@ -341,7 +348,7 @@ def table_files(results: Path, table: str) -> list[Path]:
     return [f for f in files if f.exists()]
 
 
-def _commit(paths: Sequence[Path], message: str) -> None:
+def commit_files(paths: Sequence[Path], message: str) -> None:
     subprocess.run(["git", "add", *map(str, paths)], cwd=ROOT, check=True)
     subprocess.run(["git", "commit", "-q", "-m", message, "--", *map(str, paths)], cwd=ROOT, check=False)
 
@@ -390,7 +397,7 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
     if any(METHODS.get(m).bootstrap_sft for m in methods):
         path = bootstrap_record(preset, seed, critic, workers, out, results, pool)
         if commit:
-            _commit([path, *bootstrap_files(results, boot_home(preset), seed)],
+            commit_files([path, *bootstrap_files(results, boot_home(preset), seed)],
                     f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
     for method in methods:
         todo = pending_cell(preset, method, seed, critic, workers, out, results, log)
@@ -443,7 +450,7 @@ def finish_cell(cfg: RunConfig, run: Path, preset: TablePreset, preset_name: str
     ood = sum(rec["ood"].values()) / len(rec["ood"])
     log(f"{cfg.method} seed {cfg.seed}: avg OOD {ood:.1f} % ({rec['wall_s']:.0f} s)")
     if commit:
-        _commit([record, *table_files(results, preset.table)],
+        commit_files([record, *table_files(results, preset.table)],
                 f"{preset.table} {preset_name}: {cfg.method} seed {cfg.seed} (avg OOD {ood:.1f} %)")
 
 

@@ -106,6 +106,7 @@ def compute(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]]) -
     timed = [c for c in cells if "eval_s" in c]
     boot_timed = [b for b in boots.values() if "wall_s" in b]
     cpu = [c["run_cpu_s"] for c in cells if "run_cpu_s" in c]
+    boot_cpu = [b["run_cpu_s"] for b in boots.values() if "run_cpu_s" in b]
     return {"run_s": round(sum(c["wall_s"] for c in cells), 1),
             "eval_s": round(sum(c["eval_s"] for c in timed), 1),
             "untimed_eval_cells": len(cells) - len(timed),
@@ -113,7 +114,8 @@ def compute(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]]) -
             "untimed_bootstraps": len(boots) - len(boot_timed),
             # CPU seconds of the cells' `agents.run` processes (unaffected by other jobs on the cores; like
             # `wall_s`, a cell resumed after a kill counts only its last invocation)
-            "run_cpu_s": round(sum(cpu), 1), "cpu_timed_cells": len(cpu)}
+            "run_cpu_s": round(sum(cpu), 1), "cpu_timed_cells": len(cpu),
+            "bootstrap_cpu_s": round(sum(boot_cpu), 1), "cpu_timed_bootstraps": len(boot_cpu)}
 
 
 def compute_note(table: dict[str, Any]) -> str:
@@ -128,7 +130,20 @@ def compute_note(table: dict[str, Any]) -> str:
             f"suite evaluations {c['eval_s']:,.0f} s, bootstraps {c['bootstrap_s']:,.0f} s"
             + (f"; not timed (recorded before timing was added): {', '.join(missing)}." if missing else ".")
             + (f" CPU of the cell runs' processes: {c['run_cpu_s']:,.0f} s over {c['cpu_timed_cells']} cells "
-               f"({c['run_cpu_s'] / 7200:.2f} h of 2 cores)." if c.get("cpu_timed_cells") else ""))
+               f"({c['run_cpu_s'] / 7200:.2f} h of 2 cores)." if c.get("cpu_timed_cells") else "")
+            + (f" CPU of the bootstrap runs' processes: {c['bootstrap_cpu_s']:,.0f} s over "
+               f"{c['cpu_timed_bootstraps']} bootstraps." if c.get("cpu_timed_bootstraps") else ""))
+
+
+# `<results>/<table>/bootstrap_cost/seed<k>.json`: a table's bootstraps trained again and timed
+# (`experiments.bootstrap_cost`), for a table whose cells start from another table's kept bootstraps
+BOOTSTRAP_COST = "bootstrap_cost"
+
+
+def load_bootstrap_costs(results: Path, table: str) -> dict[int, dict[str, Any]]:
+    """The seeds' bootstrap cost records of a table (`BOOTSTRAP_COST`), by seed."""
+    recs = [json.loads(p.read_text()) for p in sorted((results / table / BOOTSTRAP_COST).glob("seed*.json"))]
+    return {r["seed"]: r for r in recs}
 
 
 def load_bootstraps(results: Path, table: str) -> dict[int, dict[str, Any]]:

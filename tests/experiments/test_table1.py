@@ -50,14 +50,42 @@ def test_change_against_the_bootstrap_and_budget_on_modes():
 
 
 def test_compute_sums_the_records_and_says_what_predates_the_timing():
-    boots = {0: {"seed": 0, "wall_s": 100.0, "eval_s": 20.0}, 1: {"seed": 1}}
+    boots = {0: {"seed": 0, "wall_s": 100.0, "eval_s": 20.0, "run_cpu_s": 150.0}, 1: {"seed": 1}}
     cells = [{**_cell("sft", 0, 10.0), "eval_s": 5.0, "run_cpu_s": 14.4}, _cell("sft", 1, 20.0)]
     table = table_stats.aggregate(cells, "x", boots)
     assert table["compute"] == {"run_s": 20.0, "eval_s": 5.0, "untimed_eval_cells": 1, "bootstrap_s": 120.0,
-                                "untimed_bootstraps": 1, "run_cpu_s": 14.4, "cpu_timed_cells": 1}
+                                "untimed_bootstraps": 1, "run_cpu_s": 14.4, "cpu_timed_cells": 1,
+                                "bootstrap_cpu_s": 150.0, "cpu_timed_bootstraps": 1}
     note = table_stats.compute_note(table)
     assert "145 s" in note and "1 cells' suite evaluations, 1 bootstraps" in note
     assert "CPU of the cell runs' processes: 14 s over 1 cells" in note
+    assert "CPU of the bootstrap runs' processes: 150 s over 1 bootstraps" in note
+
+
+def test_a_bootstrap_trained_again_is_timed_beside_the_kept_one(smoke_table: tuple[Path, Path, dict],
+                                                                 tmp_path: Path):
+    from experiments import bootstrap_cost
+    from sim.pool import make_pool
+
+    _, results, _ = smoke_table
+    kept = json.loads((results / "table1_smoke" / "bootstrap" / "seed0.json").read_text())
+    lines: list[str] = []
+    with make_pool("local", 1) as pool:
+        path = bootstrap_cost.measure("smoke", 0, workers=1, out=tmp_path, results=results, pool=pool,
+                                      log=lines.append)
+        rec = json.loads(path.read_text())
+        assert path.parent.name == table_stats.BOOTSTRAP_COST and rec["seed"] == 0
+        assert rec["wall_s"] > 0 and 0 < rec["run_cpu_s"] <= 2 * rec["wall_s"] + 5 and rec["eval_s"] > 0
+        assert rec["kept_sha256"] == kept["bootstrap_sha256"]
+        assert rec["same_policy"] == (rec["bootstrap_sha256"] == kept["bootstrap_sha256"])
+        assert 0.0 <= rec["avg_ood"] <= 100.0
+        assert table_stats.load_bootstrap_costs(results, "table1_smoke") == {0: rec}
+        bootstrap_cost.measure("smoke", 0, workers=1, out=tmp_path, results=results, pool=pool,
+                               log=lines.append)
+    assert lines[-1] == "bootstrap seed 0: recorded, skipped"
+    path.unlink()  # the session's smoke results stay as the table wrote them
+    with pytest.raises(FileNotFoundError, match="no kept bootstrap for seed 7"):
+        bootstrap_cost.measure("smoke", 7, workers=1, out=tmp_path, results=results, pool=None)
 
 
 def test_unequal_budgets_are_reported():
