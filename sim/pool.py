@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import time
 import traceback
 from collections import deque
@@ -91,7 +92,16 @@ def run_job(index: int, job: EpisodeJob) -> EpisodeResult:
                          wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, path=path)
 
 
+def _exit_with(parent: int, every_s: float = 1.0) -> None:
+    """Exit this worker once `parent` is gone (reparented): a parent killed with SIGKILL cannot shut its
+    pool down, and its workers would otherwise live on, idle, holding memory."""
+    while os.getppid() == parent:
+        time.sleep(every_s)
+    os._exit(0)
+
+
 def _init_worker(mujoco_gl: str | None) -> None:
+    threading.Thread(target=_exit_with, args=(os.getppid(),), name="exit-with-parent", daemon=True).start()
     for k in ONE_THREAD:
         os.environ[k] = "1"
     if mujoco_gl:

@@ -119,3 +119,47 @@ def test_workers_0_runs_in_process() -> None:
     check_ok(results[0])
     assert results[1].error == "ValueError: policy bug"
     assert p._ex is None  # no worker process was started
+
+
+_ORPHAN_PARENT = """
+import sys, time
+from sim.pool import EpisodePool
+if __name__ == "__main__":
+    pool = EpisodePool(1).__enter__()
+    print(*(p.pid for p in pool.executor._processes.values()), flush=True)
+    time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_exit_when_their_parent_is_killed(tmp_path) -> None:
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "parent.py"
+    script.write_text(_ORPHAN_PARENT)
+    root = Path(__file__).resolve().parents[2]
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        workers = [int(p) for p in parent.stdout.readline().split()]
+        assert workers and all(_alive(w) for w in workers)
+    finally:
+        parent.send_signal(signal.SIGKILL)  # no chance to shut the pool down
+        parent.wait()
+    deadline = time.monotonic() + 15
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [w for w in workers if _alive(w)]
+    for w in left:
+        os.kill(w, signal.SIGKILL)
+    assert not left, f"workers {left} outlived their killed parent"
