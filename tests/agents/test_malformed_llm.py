@@ -121,3 +121,13 @@ def test_unusable_writer_answers_never_stop_the_loop(llm_run) -> None:
     assert len(failed) == 1 and "the writer failed" in failed[0]["error"]
     assert accepted_per_family(final["slots"]) == {"pick_place": deps.config.budget}
     assert any(not c["ok"] and c["error"] == "truncated" for c in log.read())
+
+
+def test_a_retry_after_the_same_error_is_not_the_same_prompt(llm_run) -> None:
+    deps, server, log = llm_run(tool_call_reply(GOOD_DIAGNOSIS), CriticFromLLM(), max_retries=2)
+    server.push(BAD[2], BAD[2])  # the same unusable answer twice, then the default (valid) one
+    final = run_graph(deps)
+    assert len(final["diagnoses"]) == 1
+    second, third = (r["messages"][-1]["content"] for r in server.requests[1:3])
+    assert "table_colour" in second and "table_colour" in third  # the complaint, each time
+    assert second != third and "The last 2 answers all had this problem" in third

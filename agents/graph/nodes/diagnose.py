@@ -20,7 +20,7 @@ import numpy as np
 from agents.graph.deps import Deps
 from agents.graph.nodes.arms import load_program, seed_generation
 from agents.graph.nodes.rollout import outcomes, scene_id
-from agents.graph.nodes.work import agent_failures, error_text, raised_in, stable_seed
+from agents.graph.nodes.work import agent_failures, error_text, raised_in, retry_feedback, stable_seed
 from agents.graph.rundir import read_json, write_json
 from agents.graph.state import RoundState, Slot, slot_key
 
@@ -76,7 +76,7 @@ def _diagnose_one(deps: Deps, slot: Slot, episode_path: str,
         try:
             return deps.agents.diagnose(episode, program, deps.llm, critic=deps.config.critic_kind,
                                         episode_id=Path(episode_path).stem,
-                                        feedback=errors[-1] if errors else None, peers=peers), errors
+                                        feedback=retry_feedback(errors), peers=peers), errors
         except expected as e:
             errors.append(error_text(e))
     return None, errors

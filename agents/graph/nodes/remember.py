@@ -26,7 +26,7 @@ from agents.graph.nodes.arms import (
     writer_examples,
 )
 from agents.graph.nodes.rollout import outcomes, scene_id
-from agents.graph.nodes.work import agent_failures, error_text, raised_in
+from agents.graph.nodes.work import agent_failures, error_text, raised_in, retry_feedback
 from agents.graph.rundir import read_json, write_json
 from agents.graph.state import RoundState
 
@@ -96,7 +96,7 @@ def _with_retries(deps: Deps, make: Any) -> tuple[Any | None, list[str]]:
     errors: list[str] = []
     for _ in range(deps.config.max_retries + 1):
         try:
-            program, problem = make(errors[-1] if errors else None)
+            program, problem = make(retry_feedback(errors))
         except expected as e:  # unusable LLM output, no template, a program failing its checks
             program, problem = None, error_text(e)
         if program is not None and not problem:

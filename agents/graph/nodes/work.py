@@ -42,6 +42,19 @@ def raised_in(where: str) -> Iterator[None]:
         raise
 
 
+def retry_feedback(errors: Sequence[str]) -> str | None:
+    """What the next attempt of an agent is told: the last error — and, when the attempts before it failed
+    the same way, that they did, so the retry's prompt is not the previous one again (a deterministic model,
+    or a prompt cache, would give the same answer to it)."""
+    if not errors:
+        return None
+    same = sum(e == errors[-1] for e in errors)
+    if same == 1:
+        return errors[-1]
+    return (f"{errors[-1]}\n(The last {same} answers all had this problem. "
+            f"This is attempt {len(errors) + 1}: answer differently.)")
+
+
 def agent_failures() -> tuple[type[Exception], ...]:
     """What a critic or writer call is expected to raise, which its node retries (with the error fed back)
     and then reports or back-fills: unusable LLM output (`LLMOutputError`: `AnswerError`, `WriterError`,
