@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             write_table(a.results, preset, a.preset, command)
             if a.commit:
                 commit_files([path, *table_files(a.results, preset.table)],
-                        f"{preset.table}: bootstrap seed {seed} trained again and timed")
+                             f"{preset.table}: bootstrap seed {seed} trained again and timed")
     return 0
 
 

@@ -82,7 +82,7 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
         log(f"bootstrap seed {seed}: on the suites")
         if commit:
             commit_files([path, *bootstrap_files(results, boot_home(preset), seed)],
-                    f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
+                         f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
     cells = []
     for seed in seeds:
         for method in methods:

@@ -398,7 +398,7 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
         path = bootstrap_record(preset, seed, critic, workers, out, results, pool)
         if commit:
             commit_files([path, *bootstrap_files(results, boot_home(preset), seed)],
-                    f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
+                         f"{preset.table} {preset_name}: the bootstrap of seed {seed} on the suites")
     for method in methods:
         todo = pending_cell(preset, method, seed, critic, workers, out, results, log)
         if todo is None:
@@ -451,7 +451,7 @@ def finish_cell(cfg: RunConfig, run: Path, preset: TablePreset, preset_name: str
     log(f"{cfg.method} seed {cfg.seed}: avg OOD {ood:.1f} % ({rec['wall_s']:.0f} s)")
     if commit:
         commit_files([record, *table_files(results, preset.table)],
-                f"{preset.table} {preset_name}: {cfg.method} seed {cfg.seed} (avg OOD {ood:.1f} %)")
+                     f"{preset.table} {preset_name}: {cfg.method} seed {cfg.seed} (avg OOD {ood:.1f} %)")
 
 
 def cell_arguments(ap: argparse.ArgumentParser) -> None:
