@@ -44,6 +44,17 @@ def _avg_ood(evals: dict[str, dict[str, float]]) -> float:
     return round(sum(f["ood"] for f in evals.values()) / len(evals), 2)
 
 
+def kept_record(preset_name: str, seed: int, results: Path) -> dict[str, Any]:
+    """The seed's kept bootstrap record (what the new one is compared with); FileNotFoundError saying what
+    to run when there is none."""
+    path = results / boot_home(TABLES.get(preset_name)) / "bootstrap" / f"seed{seed}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no kept bootstrap for seed {seed} to compare with; run the table's "
+                                f"seed first (python -m experiments.table1 --preset {preset_name} --seeds "
+                                f"{seed},)")
+    return json.loads(path.read_text())
+
+
 def measure(preset_name: str, seed: int, *, workers: int, out: Path, results: Path, pool: Any,
             log: Any = print) -> Path:
     """Train, time and evaluate seed `seed`'s bootstrap again; its record's path."""
@@ -52,11 +63,7 @@ def measure(preset_name: str, seed: int, *, workers: int, out: Path, results: Pa
     if path.exists():
         log(f"bootstrap seed {seed}: recorded, skipped")
         return path
-    kept_record = results / boot_home(preset) / "bootstrap" / f"seed{seed}.json"
-    if not kept_record.exists():
-        raise FileNotFoundError(f"{kept_record}: no kept bootstrap for seed {seed} to compare with; run the "
-                                f"table's seed first (python -m experiments.table1 --preset {preset_name})")
-    kept = json.loads(kept_record.read_text())
+    kept = kept_record(preset_name, seed, results)
     cfg, _ = bootstrap_cell(preset, seed, "rules", workers, out)
     run = out / f"seed{seed}"
     log(f"bootstrap seed {seed}: training in {run}")
@@ -95,20 +102,18 @@ def main(argv: list[str] | None = None) -> int:
         frozen.manifest()
         if a.workers < 1:
             raise ValueError("--workers must be at least 1")
+        seeds = a.seeds if a.seeds is not None else list(range(preset.seeds))
+        for seed in seeds:
+            kept_record(a.preset, seed, a.results)
     except (KeyError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     from sim.pool import make_pool
 
-    seeds = a.seeds if a.seeds is not None else list(range(preset.seeds))
     command = "python -m experiments.table1 --preset " + a.preset
     with make_pool("local", a.workers) as pool:
         for seed in seeds:
-            try:
-                path = measure(a.preset, seed, workers=a.workers, out=a.out, results=a.results, pool=pool)
-            except FileNotFoundError as e:
-                print(f"error: {e}", file=sys.stderr)
-                return 2
+            path = measure(a.preset, seed, workers=a.workers, out=a.out, results=a.results, pool=pool)
             if (a.results / f"{preset.table}.json").exists():
                 prev = json.loads((a.results / f"{preset.table}.json").read_text())
                 command = prev.get("provenance", {}).get("command", command)

@@ -119,6 +119,10 @@ CASES = [
     Case("table_workers_zero", "experiments.table1", "--preset smoke --workers 0", 2, "at least 1"),
     Case("table_ray_unreachable", "experiments.table1", "--preset smoke --ray-address 127.0.0.1:9", 2,
          "nothing answers there"),
+    # experiments.bootstrap_cost
+    Case("bootcost_preset_typo", "experiments.bootstrap_cost", "--preset timd", 2, "Did you mean"),
+    Case("bootcost_no_kept_bootstrap", "experiments.bootstrap_cost",
+         "--preset smoke --seeds 0, --results {tmp}", 2, "no kept bootstrap for seed 0"),
 ]
 
 PROGRAM = '''
