@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim.libero.scene import LiberoScene
-from sim.world import StateLayout, WorldState
+from sim.world import StateLayout, WorldState, entity_contacts
 
 if TYPE_CHECKING:
     from sim.libero.env import LiberoEnv
@@ -100,22 +100,9 @@ class LiberoReader:
         d = env._inner.sim.data
         pos = np.array([self._up(env.box(n).center) for n in self.objects]).reshape(-1, 3)
         mats = np.array([env.rotation(n) @ r0.T for n, r0 in zip(self.objects, self._rot0, strict=True)])
-        E = len(self.layout.entities)
-        contacts, grasp = np.zeros((E, E), bool), np.zeros(E, bool)
-        n = d.ncon
-        if n:
-            g = np.array([d.contact[i].geom for i in range(n)], int).reshape(-1, 2)
-            own = self._geom_owner[g]
-            ok = (own >= 0).all(1)
-            contacts[own[ok, 0], own[ok, 1]] = True
-            contacts[own[ok, 1], own[ok, 0]] = True
-            for k, pad in enumerate(self._pads):
-                hit = (g == pad).any(1)
-                other = np.where(g[hit, 0] == pad, own[hit, 1], own[hit, 0])
-                touched = np.zeros(E, bool)
-                touched[other[other >= 0]] = True
-                grasp = touched if k == 0 else grasp & touched
-            grasp[:2] = False  # the robot and the table are not grasped
+        geoms = np.array([d.contact[i].geom for i in range(d.ncon)], int).reshape(-1, 2)
+        contacts, grasp = entity_contacts(geoms, self._geom_owner, self._pads, len(self.layout.entities))
+        grasp[1] = False  # nor is the table
         return WorldState(
             layout=self.layout,
             ee_pos=self._up(env.eef),
