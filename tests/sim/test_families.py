@@ -8,13 +8,13 @@ import pytest
 
 from sim.env import SimEnv
 from sim.episode import run_episode
-from sim.families import FAMILIES, get_family
+from sim.families import FAMILIES, get_family, our_families
 from sim.scene import FACTOR_GROUPS
 
 NAMES = FAMILIES.names()
 # families whose scenes are our MuJoCo world (a LIBERO family's run in LIBERO:
 # tests/sim/test_libero_family.py)
-OURS = [n for n in NAMES if get_family(n).seed_scenes()[0].libero is None]
+OURS = our_families()
 
 
 def test_all_five_families_are_registered():

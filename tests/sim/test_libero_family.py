@@ -48,7 +48,9 @@ def test_a_swap_moves_the_item_into_its_partners_region_and_a_paraphrase_rewords
 
 def test_a_libero_scene_is_refused_by_our_builder_with_where_it_runs():
     from sim.builder import build_scene
+    from sim.families import our_families
 
+    assert FAM.world == "libero" and "libero_object" not in our_families() and "pick_place" in our_families()
     with pytest.raises(ValueError, match="runs in LIBERO"):
         build_scene(FAM.seed_scenes()[0])
 

@@ -22,6 +22,7 @@ class LiberoObject(TaskFamily):
     phase_stages = {"approach": ("reach",), "grasp": ("grasp",), "lift": ("lift",),
                     "transport": ("carry",), "place": None, "release": None}
     seed_count = 10  # one seed scene per task
+    world = "libero"
 
     @classmethod
     def seed_scenes(cls) -> list[SceneSpec]:
