@@ -512,6 +512,21 @@ PRESETS.register("quickstart", RunConfig(
         awr_batch=16, demo_stride=4)))
 
 
+# CoDA on LIBERO-Object in LIBERO's own world (`sim/families/libero_object/`, issue #14): the item starts in
+# its own region or swapped with another's, the instruction in the task file's words or a paraphrase. Seed
+# demonstrations are DART-style expert runs (`sim.libero.episode`: without them the policy does not close
+# the loop, FINDINGS #21); one round at a small budget, as LIBERO episodes take seconds each on a CPU.
+PRESETS.register("libero", RunConfig(
+    preset="libero", families=("libero_object",), rounds=1, budget=4, held=1, max_arms=3, max_retries=2,
+    seed_demos=40, diagnose_max=2, verify_n=6, eval_id=5, eval_ood=5, variants=2, variant_factors=3,
+    rollout_max_steps=280,
+    thumbnails=False,
+    learn=LearnConfig(
+        policy=ObjectTokenConfig(batch_size=64, flow_steps=8),
+        sft_steps=1500, finetune_steps=60, critic_hidden=64, critic_steps=300, critic_batch=64, awr_steps=60,
+        awr_batch=64, demo_stride=2)))
+
+
 def get_preset(name: str) -> RunConfig:
     """A named preset; a typo raises with "did you mean"."""
     return PRESETS.get(name)

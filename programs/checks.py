@@ -155,7 +155,7 @@ def check_generation(p: GenerationProgram) -> list[ProgramError]:
 
 # ---- training programs ---------------------------------------------------------------------------------
 def _entity_ok(name: str, scene: SceneSpec) -> bool:
-    known = {o.name for o in scene.objects} | {f.name for f in scene.fixtures} | set(SCENE_ENTITIES)
+    known = scene.entity_names() | set(SCENE_ENTITIES)
     return name in known or name.split("/")[0] in {f.name for f in scene.fixtures}
 
 
@@ -186,9 +186,8 @@ def check_training(tp: TrainingProgram, scene: SceneSpec | None = None) -> list[
                 continue
             names = set(c.entities) | {str(bindings[r]) for r in c.entity_roles if r in bindings}
             for name in sorted(n for n in names if not _entity_ok(n, scene)):
-                errs.append(ProgramError("entity", f"no entity {name!r} in scene {scene.scene_id} (objects: "
-                                         f"{[o.name for o in scene.objects]}, fixtures: "
-                                         f"{[f.name for f in scene.fixtures]})", where=where))
+                errs.append(ProgramError("entity", f"no entity {name!r} in scene {scene.scene_id} (known: "
+                                         f"{sorted(scene.entity_names())})", where=where))
     return errs
 
 

@@ -77,6 +77,19 @@ def _factor_lines(f: FactorDef, width: int) -> list[str]:
         if len(cur) + len(piece.rstrip()) > width and cur.strip() != "{":
             lines.append(cur.rstrip())
             cur = indent
+        if len(cur) + len(piece.rstrip()) > width and isinstance(data[k], tuple) and len(data[k]) > 1:
+            # a long tuple of choices: its items over several lines, aligned after the opening parenthesis
+            head = f"{cur}{py_literal(k)}: ("
+            row, pad = head, " " * len(head)
+            items = [py_literal(x) for x in data[k]]
+            for j, item in enumerate(items):
+                item += ")" + end if j == len(items) - 1 else ", "
+                if len(row) + len(item.rstrip()) > width and row.strip():
+                    lines.append(row.rstrip())
+                    row = pad
+                row += item
+            cur = row
+            continue
         if len(cur) + len(piece.rstrip()) > width and isinstance(data[k], str):  # a long doc: wrap it
             head = f"{cur}{py_literal(k)}: "
             chunks = _split_string(data[k], width - len(head) - 2)

@@ -16,7 +16,7 @@ PROGRAM_FILENAME = "<program>"
 GUARD_NAME = "_sbx_getattr"  # the runtime attribute guard, injected into the program's builtins
 ENTRY_POINT = "generate"
 
-SCENE_NAMES = frozenset({"SceneSpec", "ObjectSpec", "FixtureSpec", "Predicate", "FACTOR_GROUPS",
+SCENE_NAMES = frozenset({"SceneSpec", "ObjectSpec", "FixtureSpec", "Predicate", "LiberoRef", "FACTOR_GROUPS",
                          "PREDICATE_NAMES", "factor_values", "grouped", "fill"})
 TYPING_NAMES = frozenset({"Any", "Optional", "Union", "Sequence", "Iterable", "Iterator", "Mapping",
                           "Callable", "Literal", "Tuple", "List", "Dict"})

@@ -26,7 +26,7 @@ import numpy as np
 from sim.builder import SUBSTEPS
 from sim.env import SimEnv
 from sim.episode import ExpertPolicy, make_observation, run_episode
-from sim.families import FAMILIES, get_family
+from sim.families import get_family, our_families
 from sim.pool import EpisodeJob, EpisodePool
 from sim.scene import SceneSpec
 
@@ -257,7 +257,7 @@ def print_report(res: dict) -> None:
 def run_bench(cfg: BenchConfig) -> dict:
     load = os.getloadavg()[0]  # other processes on the same cores explain most of the noise
     families = []
-    for name in cfg.families or tuple(FAMILIES.names()):
+    for name in cfg.families or tuple(our_families()):
         try:
             families.append(bench_family(name, cfg))
         except Exception as e:  # noqa: BLE001 - one broken family should not hide the others' numbers

@@ -255,6 +255,10 @@ def _place(spec: SceneSpec, half: np.ndarray, rng: np.random.Generator) -> list[
 
 def build_scene(spec: SceneSpec) -> BuiltScene:
     """Compile the scene. Raises `PlacementError`, `assets.AssetError` or `ValueError` with a reason."""
+    if spec.libero is not None:
+        raise ValueError(f"scene {spec.scene_id} is LIBERO's task {spec.libero.task}, not our world: it "
+                         "runs in LIBERO (sim.episode.run_episode and sim.validity.check_scene dispatch to "
+                         "sim.libero)")
     ms = mujoco.MjSpec()
     ms.option.timestep = TIMESTEP
     ms.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST

@@ -106,9 +106,9 @@ def _done(out: Path) -> dict[tuple[str, int, bool], dict]:
 def run(cfg: DemoConfig) -> list[dict]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from sim.families import FAMILIES
+    from sim.families import FAMILIES, our_families
 
-    families = list(cfg.families) or FAMILIES.names()
+    families = list(cfg.families) or our_families()
     for f in families:
         FAMILIES.get(f)  # "did you mean" before any work starts
     cfg.out.mkdir(parents=True, exist_ok=True)

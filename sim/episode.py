@@ -197,7 +197,16 @@ def run_episode(
     on_step: Callable[[SimEnv, int], None] | None = None,
 ) -> Episode:
     """Run one episode. `policy=None` runs the family's scripted expert. The episode ends when the goal
-    holds (checked each step), when an expert has finished its plan, or after `max_steps`."""
+    holds (checked each step), when an expert has finished its plan, or after `max_steps`. A LIBERO scene
+    (`spec.libero`) runs in LIBERO (`sim.libero.episode`), where `env` and `on_step` do not apply."""
+    if spec.libero is not None:
+        from sim.libero.episode import run_libero_episode
+
+        if env is not None or on_step is not None:
+            raise ValueError("a LIBERO scene runs in its own LIBERO environment: `env` and `on_step` "
+                             "are ours")
+        return run_libero_episode(spec, policy, max_steps=max_steps, record_every=record_every,
+                                  policy_name=policy_name)
     family = get_family(spec.family)
     env = env or SimEnv(spec)
     expert = policy is None

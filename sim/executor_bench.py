@@ -32,10 +32,10 @@ def _noop() -> int:
 def _jobs(n: int) -> list[Any]:
     import numpy as np
 
-    from sim.families import FAMILIES, get_family
+    from sim.families import get_family, our_families
     from sim.pool import EpisodeJob
 
-    fams = list(FAMILIES.names())
+    fams = our_families()
     jobs = []
     for i in range(n):
         fam = get_family(fams[i % len(fams)])

@@ -67,10 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     from rich.table import Table
 
-    from sim.families import FAMILIES
+    from sim.families import FAMILIES, our_families
 
     try:
-        families = a.families or FAMILIES.names()
+        families = a.families or our_families()
         for f in families:
             FAMILIES.get(f)
     except KeyError as e:

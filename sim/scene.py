@@ -152,8 +152,21 @@ class Predicate(_Model):
         return f"{self.fn}({', '.join(map(str, self.args))})"
 
 
+class LiberoRef(_Model):
+    """A scene in LIBERO's world instead of ours: one task of a LIBERO suite (its BDDL file in the installed
+    package), edited. `swap` names an object whose starting region the task's object of interest takes
+    (and that object takes the other's: LIBERO-Pro's position change); the scene's `instruction` is the one
+    given to the policy (the BDDL's own words, or other words). `sim.libero.world` builds and runs it."""
+
+    suite: str = Field(pattern=r"^libero_[a-z0-9_]{1,40}$")
+    task: str = Field(pattern=r"^[a-z][a-z0-9_]{0,159}$")
+    swap: str | None = Field(None, pattern=_NAME)
+
+
 class SceneSpec(_Model):
-    """One scene: family, instruction, objects, fixtures, goal, the factor values that produced it, seed."""
+    """One scene: family, instruction, objects, fixtures, goal, the factor values that produced it, seed.
+    With `libero` set, the scene is that LIBERO task (its objects and fixtures are LIBERO's, `objects` and
+    `fixtures` stay empty, `goal` restates the task's goal in our predicates)."""
 
     family: str = Field(pattern=_NAME)
     instruction: str = Field(min_length=1, max_length=500, pattern=_TEXT)
@@ -163,6 +176,7 @@ class SceneSpec(_Model):
     factors: dict[FactorGroup, dict[str, Any]] = Field(default_factory=dict)
     seed: int = Field(0, ge=-(2**63), lt=2**63)
     max_steps: int = Field(300, gt=0, le=100_000)  # control steps (20 Hz) the episode may take
+    libero: LiberoRef | None = None
 
     @model_validator(mode="after")
     def _names(self) -> SceneSpec:
@@ -172,10 +186,25 @@ class SceneSpec(_Model):
             raise ValueError(f"duplicate names in scene: {sorted(dup)}")
         if not self.goal:
             raise ValueError("a scene needs at least one goal predicate")
+        if self.libero is not None and (self.objects or self.fixtures):
+            raise ValueError("a LIBERO scene (`libero` set) takes its objects and fixtures from LIBERO's "
+                             "task; leave `objects` and `fixtures` empty")
         for group, values in self.factors.items():
             if len(values) > 64 or len(json.dumps(values, allow_nan=False, default=str)) > 10_000:
                 raise ValueError(f"factors[{group!r}] is too large (at most 64 factors, 10 kB of JSON)")
         return self
+
+    def object_kind(self, name: str) -> str:
+        """An object's kind; a LIBERO scene's objects are LIBERO's meshes (not listed in `objects`)."""
+        return "mesh" if self.libero is not None else self.object(name).kind
+
+    def entity_names(self) -> set[str]:
+        """The objects and fixtures a program may name: ours, or in a LIBERO scene those its goal names
+        (LIBERO's BDDL holds the rest)."""
+        names = {o.name for o in self.objects} | {f.name for f in self.fixtures}
+        if self.libero is not None:
+            names |= {a for p in self.goal for a in p.args if isinstance(a, str)}
+        return names
 
     def object(self, name: str) -> ObjectSpec:
         for o in self.objects:

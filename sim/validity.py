@@ -82,7 +82,12 @@ class _Failed(Exception):
 def check_scene(spec: SceneSpec, *, solve: bool = True,
                 config: ValidityConfig | None = None) -> ValidityReport:
     """Run the checks in order (compile, interpenetration, settling, reachability, solvability if
-    `solve`) on one `SimEnv` and stop at the first failure."""
+    `solve`) on one `SimEnv` and stop at the first failure. A LIBERO scene (`spec.libero`) is checked in
+    LIBERO (`sim.libero.episode.check_libero_scene`: it builds, the expert solves it)."""
+    if spec.libero is not None:
+        from sim.libero.episode import check_libero_scene
+
+        return check_libero_scene(spec, solve=solve)
     cfg = config or ValidityConfig()
     checks: dict[str, bool] = {"compile": False}
     demo: Episode | None = None

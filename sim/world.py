@@ -155,6 +155,29 @@ class WorldState:
         return cls(layout=layout, **vals)
 
 
+def entity_contacts(geoms: np.ndarray, owner: np.ndarray, pads: np.ndarray,
+                    n_entities: int) -> tuple[np.ndarray, np.ndarray]:
+    """(contacts (E, E), grasp (E,)) from the contacts' geom pairs (n, 2): `owner` maps a geom to its entity
+    (−1: none), `pads` are the finger pad geoms; an entity is grasped when every pad touches it. Entity 0 is
+    the robot, never grasped."""
+    contacts = np.zeros((n_entities, n_entities), bool)
+    grasp = np.zeros(n_entities, bool)
+    if len(geoms):
+        g = np.asarray(geoms, int).reshape(-1, 2)
+        own = owner[g]
+        ok = (own >= 0).all(1)
+        contacts[own[ok, 0], own[ok, 1]] = True
+        contacts[own[ok, 1], own[ok, 0]] = True
+        for k, pad in enumerate(pads):
+            hit = (g == pad).any(1)
+            other = np.where(g[hit, 0] == pad, own[hit, 1], own[hit, 0])
+            touched = np.zeros(n_entities, bool)
+            touched[other[other >= 0]] = True
+            grasp = touched if k == 0 else grasp & touched
+        grasp[0] = False
+    return contacts, grasp
+
+
 class StateReader:
     """Reads `WorldState`s from MjData with everything it needs resolved once."""
 
@@ -176,23 +199,8 @@ class StateReader:
         pos = d.xpos[ob] + np.einsum("nij,nj->ni", mats, ix.object_local_center)
         rmats = d.xmat[self._rb].reshape(-1, 3, 3)
         rpos = d.xpos[self._rb] + np.einsum("nij,nj->ni", rmats, self._rc)
-        E = len(ix.entity_names)
-        contacts = np.zeros((E, E), bool)
-        grasp = np.zeros(E, bool)
-        n = d.ncon
-        if n:
-            g = d.contact.geom[:n]
-            own = self._geom_owner[g]
-            ok = (own >= 0).all(1)
-            contacts[own[ok, 0], own[ok, 1]] = True
-            contacts[own[ok, 1], own[ok, 0]] = True
-            for k, pad in enumerate(self._pads):
-                hit = (g == pad).any(1)
-                other = np.where(g[hit, 0] == pad, own[hit, 1], own[hit, 0])
-                touched = np.zeros(E, bool)
-                touched[other[other >= 0]] = True
-                grasp = touched if k == 0 else grasp & touched
-            grasp[0] = False
+        contacts, grasp = entity_contacts(d.contact.geom[: d.ncon], self._geom_owner, self._pads,
+                                          len(ix.entity_names))
         return WorldState(
             layout=self.layout,
             ee_pos=d.site_xpos[ix.ee_site].copy(),

@@ -179,9 +179,8 @@ def contact(s: WorldState, a: str, b: str) -> bool:
 
 def width_across_fingers(s: WorldState, scene: SceneSpec, obj: str) -> float:
     """How wide the object is along the finger-closing axis (m): what the fingers must span."""
-    spec = scene.object(obj)
-    if spec.kind in ("cylinder", "sphere"):
-        return 2.0 * spec.size[0]
+    if scene.object_kind(obj) in ("cylinder", "sphere"):
+        return 2.0 * scene.object(obj).size[0]
     i = s.obj(obj)
     axis = s.ee_mat[:, 0]
     return float(2.0 * np.abs(axis @ s.obj_mat[i]) @ s.layout.object_half[i])
@@ -189,7 +188,7 @@ def width_across_fingers(s: WorldState, scene: SceneSpec, obj: str) -> float:
 
 def yaw_misalignment(s: WorldState, scene: SceneSpec, obj: str) -> float:
     """Angle between the gripper's yaw and the nearest yaw that closes squarely across a box (rad, ≥ 0)."""
-    if scene.object(obj).kind != "box":
+    if scene.object_kind(obj) != "box":
         return 0.0
     d = grasp_yaw(s.obj_mat[s.obj(obj)]) - ee_yaw(s)
     return abs((d + math.pi / 4) % (math.pi / 2) - math.pi / 4)
@@ -368,7 +367,7 @@ def _closing(scene: SceneSpec, obj: str, near: list[WorldState], flags: dict[str
     flags["min_opening_near"] = min(s.gripper for s in near)
     flags["width_near"] = width_across_fingers(last, scene, obj)
     half = last.layout.object_half[last.obj(obj)]
-    flags["width_aligned"] = float(2 * (scene.object(obj).size[0] if scene.object(obj).kind == "cylinder"
+    flags["width_aligned"] = float(2 * (scene.object(obj).size[0] if scene.object_kind(obj) == "cylinder"
                                         else min(half[0], half[1])))
     if flags["yaw_misalignment_near"] > 0.15:
         events.append(f"At the object the gripper was turned {flags['yaw_misalignment_near']:.2f} rad away "
@@ -471,7 +470,7 @@ def summarize_failure(episode: Episode, *, episode_id: str | None = None,
         episode_id=episode_id or f"{scene.family}_{scene.scene_id}_{scene.seed}",
         family=scene.family, instruction=scene.instruction, success=ep.success, failing_phase=failing,
         steps=ep.steps, timeline=timeline(ep.state_steps.tolist(), ep.phases), subject=subject,
-        target=target, subject_kind=scene.object(subject).kind if target else "",
+        target=target, subject_kind=scene.object_kind(subject) if target else "",
         failure_step=int(ep.state_steps[i]), numbers={k: round(v, 4) for k, v in numbers.items()},
         events=tuple(events), flags={k: round(float(v), 4) for k, v in flags.items()},
         factors=read_factors(scene, ref), keyframes=tuple(str(k) for k in ep.keyframes), scene=scene,

@@ -4,10 +4,10 @@ package imports each folder, which registers its family in `FAMILIES`."""
 import importlib
 import pkgutil
 
-from sim.families.base import FAMILIES, FactorDef, FactorValues, TaskFamily, get_family
+from sim.families.base import FAMILIES, FactorDef, FactorValues, TaskFamily, get_family, our_families
 
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
     if _info.ispkg:
         importlib.import_module(f"{__name__}.{_info.name}")
 
-__all__ = ["FAMILIES", "FactorDef", "FactorValues", "TaskFamily", "get_family"]
+__all__ = ["FAMILIES", "FactorDef", "FactorValues", "TaskFamily", "get_family", "our_families"]

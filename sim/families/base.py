@@ -46,6 +46,9 @@ class TaskFamily(ABC):
     # verifier); the rules training writer stages a diagnosed phase more finely there
     phase_stages: ClassVar[Mapping[str, tuple[str, ...] | None]] = {}
     seed_count: ClassVar[int] = 5
+    # whose world the scenes are: "mujoco" (ours, built by `sim.builder`) or "libero" (LIBERO's, run through
+    # `sim.libero`); tools that build our world (`make world`, the simulator benchmarks) take ours by default
+    world: ClassVar[str] = "mujoco"
 
     # ---- the folder ---------------------------------------------------------------------------------
     @classmethod
@@ -156,6 +159,13 @@ class TaskFamily(ABC):
 
 
 FAMILIES: Registry[type[TaskFamily]] = Registry("task family")
+
+
+def our_families() -> list[str]:
+    """The registered families whose scenes are our MuJoCo world."""
+    import sim.families  # noqa: F401  (registers the built-in families)
+
+    return [n for n in FAMILIES.names() if FAMILIES.get(n).world == "mujoco"]
 
 
 def get_family(name: str) -> type[TaskFamily]:

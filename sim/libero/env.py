@@ -48,10 +48,22 @@ class Box:
         return self.hi - self.lo
 
 
+class _NoMacroNag(logging.Filter):
+    """robosuite asks, on every import, for a private macro file it does not need: three warning lines in
+    every process (each episode worker)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        return "macro file" not in msg and "setup_macros" not in msg
+
+
 def _quiet_robosuite() -> None:
     os.environ.setdefault("MUJOCO_GL", "egl")
     for name in ("robosuite", "robosuite_logs"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.ERROR)
+        if not any(isinstance(f, _NoMacroNag) for f in logger.filters):
+            logger.addFilter(_NoMacroNag())
 
 
 class LiberoEnv:

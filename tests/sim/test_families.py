@@ -8,17 +8,20 @@ import pytest
 
 from sim.env import SimEnv
 from sim.episode import run_episode
-from sim.families import FAMILIES, get_family
+from sim.families import FAMILIES, get_family, our_families
 from sim.scene import FACTOR_GROUPS
 
 NAMES = FAMILIES.names()
+# families whose scenes are our MuJoCo world (a LIBERO family's run in LIBERO:
+# tests/sim/test_libero_family.py)
+OURS = our_families()
 
 
 def test_all_five_families_are_registered():
     assert {"pick_place", "articulated", "put_inside", "stack_insert", "push"} <= set(NAMES)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", OURS)
 def test_builds_resets_and_steps_without_nan(name):
     fam = get_family(name)
     spec = fam.seed_scenes()[0]
@@ -75,7 +78,7 @@ def test_seed_scenes_pass_every_validity_check(name):
     from sim.validity import check_scene
 
     fam = get_family(name)
-    for spec in fam.seed_scenes()[:2]:
+    for spec in fam.seed_scenes()[: 2 if name in OURS else 1]:  # a LIBERO check runs the expert 2–4 times
         report = check_scene(spec)
         assert report.ok, f"{name} seed {spec.seed}: {report.message}"
         assert report.demo is not None and report.demo.success

@@ -1,0 +1,85 @@
+"""The LIBERO-Object family: scenes that name LIBERO tasks, built and run in real LIBERO, read as our
+`WorldState`, labelled, saved and loaded as our episodes; its factor table agrees with the package."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.episode import Episode, run_episode
+from sim.families import get_family
+from sim.libero.scene import LiberoScene
+from sim.libero.world import libero_scene, task_bddl
+
+FAM = get_family("libero_object")
+
+
+def test_the_task_table_is_what_the_package_says_and_holds_out_libero_pros_swap_partner():
+    from experiments.libero_coda import layouts
+
+    table = {v[0]: v for v in FAM.builder.TASKS.values()}
+    found = {lay.task: lay for lay in layouts("libero_object")}
+    assert set(table) == set(found) and len(table) == 10
+    assert FAM.factor("task").choices == tuple(FAM.builder.TASKS)  # the literal schema names every task
+    for task, (_, subject, words, partners) in table.items():
+        lay = found[task]
+        assert subject == lay.subject and words == lay.instruction and partners == tuple(sorted(lay.partners))
+        assert lay.held_out is not None and lay.held_out not in partners  # the benchmark's own swap
+
+
+def test_in_distribution_scenes_are_the_tasks_as_written():
+    for spec in FAM.seed_scenes():
+        scene = libero_scene(spec)
+        assert scene == LiberoScene.from_bddl(task_bddl(spec.libero.suite, spec.libero.task))
+        assert spec.instruction == scene.language and spec.goal[0].args == tuple(scene.goal[0][1:])
+    assert {s.libero.task for s in FAM.seed_scenes()} == {v[0] for v in FAM.builder.TASKS.values()}
+
+
+def test_a_swap_moves_the_item_into_its_partners_region_and_a_paraphrase_rewords_it():
+    spec = FAM.make_scene({"task": {"task": "milk", "wording": "grab"}, "spatial": {"start": "swap2"}}, 5)
+    base = LiberoScene.from_bddl(task_bddl("libero_object", spec.libero.task))
+    scene = libero_scene(spec)
+    assert spec.libero.swap == "chocolate_pudding_1"
+    assert spec.instruction == "grab the milk and drop it in the basket"
+    assert scene.start_region("milk_1") == base.start_region("chocolate_pudding_1")
+    assert scene.start_region("chocolate_pudding_1") == base.start_region("milk_1")
+    assert scene.language == spec.instruction != base.language
+
+
+def test_a_libero_scene_is_refused_by_our_builder_with_where_it_runs():
+    from sim.builder import build_scene
+    from sim.families import our_families
+
+    assert FAM.world == "libero" and "libero_object" not in our_families() and "pick_place" in our_families()
+    with pytest.raises(ValueError, match="runs in LIBERO"):
+        build_scene(FAM.seed_scenes()[0])
+
+
+def test_an_expert_episode_in_libero_reads_as_our_episode(tmp_path):
+    spec = FAM.seed_scenes()[0]
+    ep = run_episode(spec)
+    assert ep.success and ep.failing_phase is None and ep.phases[-1] == "done"
+    assert set(ep.phases) <= set(FAM.phases) and "transport" in ep.phases
+    s0, s1 = ep.states[0], ep.states[-1]
+    subject, target = (str(a) for a in spec.goal[0].args)
+    assert subject in s0.layout.objects and s0.layout.regions == (target,)
+    assert abs(s0.bounds(subject)[0][2]) < 0.01  # heights from the support the objects rest on
+    assert not s0.grasp[s0.entity(subject)] and ep.actions.shape == (ep.steps, 7)
+    lifted = [s for s in ep.states if s.grasp[s.entity(subject)]]
+    assert lifted and max(s.bounds(subject)[0][2] for s in lifted) > 0.05  # carried: both pads on it
+    assert np.linalg.norm(s1.position(subject)[:2] - s1.position(target)[:2]) < 0.07
+    back = Episode.load(ep.save(tmp_path / "ep"))
+    assert back.scene == spec and back.success and back.phases == ep.phases
+    assert np.allclose(back.states[-1].obj_pos, s1.obj_pos)
+
+
+def test_validity_in_libero_keeps_a_demonstration_and_names_what_fails():
+    from sim.validity import check_scene
+
+    ok = check_scene(FAM.seed_scenes()[1])
+    assert ok.ok and ok.checks == {"compile": True, "solvability": True} and ok.demo.success
+    assert ok.demo.policy in ("expert", "expert_dart0.3")
+    bad = FAM.seed_scenes()[1].model_copy(update={"libero": FAM.seed_scenes()[1].libero.model_copy(
+        update={"swap": "no_such_item_1"})})
+    report = check_scene(bad)
+    assert not report.ok and report.reason == "compile" and "no_such_item_1" in report.message
