@@ -32,7 +32,8 @@ from sim.world import WorldState
 DART_NOISE = 0.3  # σ of the executed-action noise of expert demonstrations (FINDINGS #21)
 
 
-def _env(spec: SceneSpec, tmp: str) -> Any:
+def libero_env(spec: SceneSpec, tmp: str) -> Any:
+    """A LiberoEnv of the scene a LIBERO spec names (its BDDL written under `tmp`)."""
     from sim.libero.env import LiberoEnv
     from sim.libero.world import libero_scene
 
@@ -64,7 +65,7 @@ def run_libero_episode(spec: SceneSpec, policy: Policy | None = None, *, max_ste
 
     limit = max_steps or spec.max_steps
     with tempfile.TemporaryDirectory(prefix="coda-libero-") as tmp:
-        env = _env(spec, tmp)
+        env = libero_env(spec, tmp)
         try:
             env.reset(seed=int(spec.seed) % (2**32))
             reader = LiberoReader(env)

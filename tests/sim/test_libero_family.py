@@ -88,14 +88,14 @@ def test_validity_in_libero_keeps_a_demonstration_and_names_what_fails():
 def test_a_scene_and_its_seed_fix_libero_s_sampled_start():
     import tempfile
 
-    from sim.libero.episode import _env
+    from sim.libero.episode import libero_env
     from sim.libero.world import LiberoReader
 
     spec = FAM.seed_scenes()[3]
     starts = []
     for seed in (spec.seed, spec.seed, spec.seed + 1):
         with tempfile.TemporaryDirectory() as tmp:
-            env = _env(spec, tmp)
+            env = libero_env(spec, tmp)
             try:
                 env.reset(seed=seed)
                 starts.append(LiberoReader(env).read().obj_pos)
