@@ -18,7 +18,6 @@ the first of `demo_tries` noisy runs that also succeeds (else the clean one).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +56,7 @@ def _labels(spec: SceneSpec, states: list[WorldState], success: bool) -> tuple[l
 
 def run_libero_episode(spec: SceneSpec, policy: Policy | None = None, *, max_steps: int | None = None,
                        record_every: int = 1, policy_name: str | None = None, dart_noise: float = 0.0,
-                       noise_seed: int = 0,
-                       on_step: Callable[[Any, int], None] | None = None) -> Episode:
+                       noise_seed: int = 0) -> Episode:
     """One episode of `policy` (None: the scripted expert, with `dart_noise`) in a LIBERO scene."""
     from sim.libero.drawer import expert_for
     from sim.libero.world import LiberoReader
@@ -73,11 +71,13 @@ def run_libero_episode(spec: SceneSpec, policy: Policy | None = None, *, max_ste
             states, steps, actions = [s], [0], []
             expert = expert_for(env) if policy is None else None
             rng = np.random.default_rng([noise_seed, 17])
-            t, success = 0, env.success()
+            t, success, read_at = 0, env.success(), 0
             while t < limit and not success:
                 if expert is not None:
                     chunk = expert.act()[None]
                 else:
+                    if read_at != t:  # the policy sees the state it acts from, recorded or not
+                        s, read_at = reader.read(), t
                     chunk = np.atleast_2d(np.asarray(policy(make_observation(spec, s, t)), float))
                 if chunk.shape[1] != 7 or not np.isfinite(chunk).all():
                     raise ValueError(f"policy returned an action chunk of shape {chunk.shape} (need (h, 7), "
@@ -89,11 +89,9 @@ def run_libero_episode(spec: SceneSpec, policy: Policy | None = None, *, max_ste
                     env.step(run)
                     actions.append(a)
                     t += 1
-                    if on_step:
-                        on_step(env, t)
                     success = env.success()
                     if t % record_every == 0 or success:
-                        s = reader.read()
+                        s, read_at = reader.read(), t
                         states.append(s)
                         steps.append(t)
                     if success:

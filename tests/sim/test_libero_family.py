@@ -102,3 +102,16 @@ def test_a_scene_and_its_seed_fix_libero_s_sampled_start():
             finally:
                 env.close()
     assert np.allclose(starts[0], starts[1]) and not np.allclose(starts[0], starts[2])
+
+
+def test_a_policy_acts_from_the_current_state_whatever_is_recorded():
+    seen: list[tuple[int, float]] = []
+
+    def push_x(obs):  # one action per call: +x at 2.5 cm a step, gripper open
+        seen.append((obs.step, float(obs.state.ee_pos[0])))
+        return np.array([[0.5, 0, 0, 0, 0, 0, -1.0]])
+
+    ep = run_episode(FAM.seed_scenes()[0].model_copy(update={"max_steps": 12}), push_x, record_every=5)
+    assert [t for t, _ in seen] == list(range(12)) and ep.state_steps.tolist() == [0, 5, 10, 12]
+    xs = [x for _, x in seen]
+    assert all(b > a for a, b in zip(xs[1:], xs[2:], strict=False))  # a fresh state at every call
