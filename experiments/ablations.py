@@ -38,17 +38,16 @@ from typing import Any
 from agents.config import METHODS
 from common.registry import Registry
 from experiments.table1 import (
-    ROOT,
     TABLE_METHODS,
     TABLES,
     TablePreset,
     boot_home,
     cell_arguments,
     checked_cells,
-    provenance,
     run_cells,
 )
 from experiments.table1 import write_table as write_table1
+from experiments.table_record import ROOT, provenance
 from experiments.table_stats import change_vs_bootstrap, delta, load_bootstraps, mean_se, ms, uneven_seeds
 
 ABLATION_METHODS = ("coda", "coda_task_potential", "coda_dense_reward", "coda_no_refine", "coda_unit",

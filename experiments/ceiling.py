@@ -36,14 +36,12 @@ import numpy as np
 
 from experiments import suites as frozen
 from experiments.table1 import (
-    ROOT,
     TABLES,
     cell_config,
     evaluate,
-    provenance,
-    sha256,
     shared_bootstrap,
 )
+from experiments.table_record import ROOT, provenance, sha256
 from experiments.table_stats import mean_se
 
 SOURCES = ("id", "mixed", "ood")

@@ -51,8 +51,8 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
         kept_bootstrap_cell,
         pending_cell,
         seed_cell,
-        sha256,
     )
+    from experiments.table_record import sha256
 
     address = ray.get_runtime_context().gcs_address
     where = ["--executor", "ray", "--ray-address", address]

@@ -1,6 +1,6 @@
 """A table of Table 1-style cells, as numbers and as Markdown: mean ± standard error over seeds, each
 method's change against its seed's bootstrap, the share of the budget spent on difficulty modes. Pure
-functions of the cell records (`experiments.table1.cell_record`); `experiments.table1` and
+functions of the cell records (`experiments.table_record.cell_record`); `experiments.table1` and
 `experiments.ablations` write their tables with them.
 """
 
@@ -111,7 +111,8 @@ def compute(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]]) -
             "untimed_eval_cells": len(cells) - len(timed),
             "bootstrap_s": round(sum(b["wall_s"] + b["eval_s"] for b in boot_timed), 1),
             "untimed_bootstraps": len(boots) - len(boot_timed),
-            # CPU seconds of the cells' `agents.run` processes (unaffected by other jobs on the cores)
+            # CPU seconds of the cells' `agents.run` processes (unaffected by other jobs on the cores; like
+            # `wall_s`, a cell resumed after a kill counts only its last invocation)
             "run_cpu_s": round(sum(cpu), 1), "cpu_timed_cells": len(cpu)}
 
 

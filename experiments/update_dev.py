@@ -43,14 +43,12 @@ from common.cli import comma_list
 from experiments import ceiling
 from experiments import suites as frozen
 from experiments.table1 import (
-    ROOT,
     TABLES,
     cell_config,
     evaluate,
-    provenance,
-    sha256,
     shared_bootstrap,
 )
+from experiments.table_record import ROOT, provenance, sha256
 from experiments.table_stats import mean_se
 
 DEV_SEED = 7_560_000  # the development scenes: disjoint from the suites (7_340_000), the ceiling's draws

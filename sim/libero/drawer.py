@@ -17,28 +17,17 @@ Written on libero_goal's middle drawer (init states 0–1) and its top drawer; n
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol
 
 import numpy as np
 
 from sim.libero.env import LiberoEnv
-from sim.libero.expert import CLOSE, OPEN, PickPlaceExpert, UnsupportedGoal, hold, move
+from sim.libero.expert import CLOSE, OPEN, PickPlaceExpert, ScriptedExpert, UnsupportedGoal, hold, move
 
 PHASES = ("turn", "approach", "grasp", "pull", "push", "release", "retreat")
 TRAVEL = 0.22  # m the hand pulls (or pushes) along the slide axis; the wooden cabinet's drawer opens ~0.2
 STANDOFF = 0.12  # m in front of the handle where the straight approach starts
 DEPTH = 0.01  # m past the handle bar's middle the open fingers are sent, so they close around all of it
 PULL_SPEED = 0.3  # position action while pulling (1 = 5 cm a step): a fast pull slips off the bar
-
-
-class Expert(Protocol):
-    """What an evaluator drives: the next action, the current stage, and where a failure happened."""
-
-    phase: str
-
-    def act(self) -> np.ndarray: ...
-
-    def failure_phase(self) -> str: ...
 
 
 def drawer_joint(env: LiberoEnv, region: str) -> int | None:
@@ -69,8 +58,8 @@ def _facing(pull: np.ndarray, now: np.ndarray) -> np.ndarray:
     return best
 
 
-class DrawerExpert:
-    """Opens or closes one drawer: `act()` → the next action, `phase` → the current stage."""
+class DrawerExpert(ScriptedExpert):
+    """Opens or closes one drawer."""
 
     def __init__(self, env: LiberoEnv, region: str, how: str) -> None:
         if how not in ("open", "close"):
@@ -80,15 +69,7 @@ class DrawerExpert:
             raise UnsupportedGoal(f"{env.name}: {region!r} is not a sliding drawer's region")
         self.env, self.region, self.how, self.joint = env, region, how, joint
         self.phase = PHASES[0]
-        self.done = False
         self._plan = self._script()
-
-    def act(self) -> np.ndarray:
-        a = next(self._plan, None)
-        if a is None:
-            self.done = True
-            return np.r_[np.zeros(6), OPEN]
-        return a
 
     def failure_phase(self) -> str:
         return "pull" if self.done and self.how == "open" else "push" if self.done else self.phase
@@ -140,7 +121,7 @@ class DrawerExpert:
         yield from move(env, home, OPEN, 80, 0.02, start)
 
 
-def expert_for(env: LiberoEnv) -> Expert:
+def expert_for(env: LiberoEnv) -> ScriptedExpert:
     """The scripted expert for the task's goal: a drawer to open or close (`DrawerExpert`), an object to put
     on or in something (`PickPlaceExpert`); `UnsupportedGoal` with the reason for anything else — a stove
     knob, two atoms, or an object to put into a drawer that must be opened first (the two experts one after

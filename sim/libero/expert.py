@@ -63,14 +63,34 @@ def move(env: LiberoEnv, target: np.ndarray, grip: float, max_steps: int,
 
 
 def hold(grip: float, steps: int, env: LiberoEnv | None = None,
-          rot: np.ndarray | None = None) -> Iterator[np.ndarray]:
+         rot: np.ndarray | None = None) -> Iterator[np.ndarray]:
     for _ in range(steps):
         turn = np.zeros(3) if rot is None or env is None else _rot_error(env, rot)
         yield np.r_[np.zeros(3), np.clip(turn * ROT_GAIN, -1.0, 1.0), grip]
 
 
-class PickPlaceExpert:
-    """Acts on a `LiberoEnv` step by step: `act()` → the next action, `phase` → the current stage."""
+class ScriptedExpert:
+    """A script played on a `LiberoEnv` step by step: `act()` → the next action, `phase` → the current stage;
+    a subclass sets `phase` and `_plan` (its `_script()`) and says where a failure happened."""
+
+    phase: str
+    done = False  # the script ran to its end
+    _plan: Iterator[np.ndarray]
+
+    def act(self) -> np.ndarray:
+        """The next action; after the script ends, hold still with the gripper open."""
+        a = next(self._plan, None)
+        if a is None:
+            self.done = True
+            return np.r_[np.zeros(6), OPEN]
+        return a
+
+    def failure_phase(self) -> str:
+        raise NotImplementedError
+
+
+class PickPlaceExpert(ScriptedExpert):
+    """Carries the goal's object onto or into its target."""
 
     def __init__(self, env: LiberoEnv) -> None:
         goal = env.goal
@@ -80,16 +100,7 @@ class PickPlaceExpert:
         self.obj, self.target = goal[0][1], goal[0][2]
         self.phase = PHASES[0]
         self.lifted: bool | None = None  # after the lift: did the object leave its support?
-        self.done = False  # the script ran to its end
         self._plan = self._script()
-
-    def act(self) -> np.ndarray:
-        """The next action; after the script ends, hold still with the gripper open."""
-        a = next(self._plan, None)
-        if a is None:
-            self.done = True
-            return np.r_[np.zeros(6), OPEN]
-        return a
 
     def failure_phase(self) -> str:
         """Where an unsuccessful episode went wrong, as far as the expert can tell: "grasp" when the lift

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import table1, table_fork, table_stats
+from experiments import table1, table_fork, table_record, table_stats
 
 
 def _cell(method: str, seed: int, ood: float, accepted: dict | None = None) -> dict:
@@ -69,9 +69,9 @@ def test_a_mostly_fallen_back_diagnosis_cell_is_flagged():
     cfg = table1.cell_config(table1.TABLES.get("smoke"), "coda", 0, "rules", 1)
     rows = [{"round": 0}, {"round": 1, "generation": {"slots": 4},
                            "fallbacks": {"slots": 3, "reasons": {"writer": 3}}}]
-    assert table1.integrity(cfg, rows)["flagged"]
+    assert table_record.integrity(cfg, rows)["flagged"]
     sft = table1.cell_config(table1.TABLES.get("smoke"), "sft", 0, "rules", 1)
-    assert not table1.integrity(sft, rows)["flagged"]
+    assert not table_record.integrity(sft, rows)["flagged"]
 
 
 def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):

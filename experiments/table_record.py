@@ -1,0 +1,111 @@
+"""One Table 1 cell's record (`docs/results/<table>/<method>_seed<k>.json`) from its run directory and its
+suite evaluation, and the provenance every record and table page carries. Pure reads of a finished run;
+`experiments.table1` runs the cells and writes the records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agents.config import RunConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def metrics_rows(run: Path) -> list[dict[str, Any]]:
+    path = run / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def integrity(cfg: RunConfig, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Fallbacks and unusable answers over the cell's rounds; a diagnosis-driven cell whose slots mostly fell
+    back to the seed distribution is flagged (it ran as the seed baseline, not as itself)."""
+    rounds = [r for r in rows if r["round"] > 0]
+    slots = sum(r.get("generation", {}).get("slots", 0) for r in rounds)
+    fell = sum(r.get("fallbacks", {}).get("slots", 0) for r in rounds)
+    reasons: dict[str, int] = defaultdict(int)
+    unusable: dict[str, int] = defaultdict(int)
+    for r in rounds:
+        for k, v in r.get("fallbacks", {}).get("reasons", {}).items():
+            reasons[k] += v
+        for k, v in r.get("unusable_answers", {}).items():
+            unusable[k] += v
+    flagged = cfg.method_config.diagnose and slots > 0 and fell / slots > 0.5
+    return {"slots": slots, "fallback_slots": fell, "fallback_reasons": dict(reasons),
+            "unusable_answers": dict(unusable), "flagged": flagged}
+
+
+def _memory_row(row: dict[str, Any]) -> dict[str, Any]:
+    critic = row.get("critic") or {}
+    return {**critic.get("memory", {}), "validated": critic.get("verdicts", {}).get("validated", 0),
+            "arms": row.get("generation", {}).get("arms", [])}
+
+
+def compiled_programs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The training programs a run compiled from validated modes, with their agreement with the round's
+    expert demos (and after refinement), from its metrics rows."""
+    keep = ("family", "mode", "agreement", "agreement_refined", "fallback")
+    return [{"round": r["round"], **{k: c[k] for k in keep if k in c}}
+            for r in rows if r["round"] > 0 for c in (r.get("critic") or {}).get("compiled", [])]
+
+
+def forked_from(run: Path) -> dict[str, Any] | None:
+    """Where a cell of an extending table was forked from (`experiments.table_fork`), else None."""
+    from experiments.table_fork import FORK_NOTE
+
+    note = run / FORK_NOTE
+    return json.loads(note.read_text()) if note.exists() else None
+
+
+def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float, boot_hash: str | None,
+                preset_name: str) -> dict[str, Any]:
+    rows = metrics_rows(run)
+    final = evals[f"round_{cfg.rounds:02d}"]
+    own = [r.get("held_after") for r in rows if r["round"] > 0 and r.get("held_after") is not None]
+    accepted = {r["round"]: r.get("generation", {}).get("accepted", {}) for r in rows if r["round"] > 0}
+    policy0 = run / "policy" / "round_00.pt"
+    return {
+        "method": cfg.method, "seed": cfg.seed, "preset": preset_name, "families": list(cfg.families),
+        "critic": cfg.critic_kind if cfg.method_config.diagnose else None, "llm": cfg.llm,
+        "ood": {f: final[f]["ood"] for f in cfg.families},
+        "ood_single": {f: final[f]["ood_single"] for f in cfg.families},
+        "instruction": {f: final[f]["instruction"] for f in cfg.families},
+        "id": {f: final[f]["id"] for f in cfg.families},
+        # success on the generator's own distribution: the arms' measurement scenes after the last update
+        "in": 100.0 * own[-1] if own else None,
+        "curve": {k: {f: v[f] for f in cfg.families} for k, v in sorted(evals.items())},
+        "accepted_per_round": accepted,
+        # memory and the critic per round (diagnosis-driven methods): what the memory plot reads
+        "memory_per_round": {r["round"]: _memory_row(r) for r in rows if r["round"] > 0},
+        # training programs compiled from validated modes: agreement with the round's expert demos
+        "compiled": compiled_programs(rows),
+        "shaping": cfg.method_config.shaping if cfg.method_config.update == "aw" else None,
+        "integrity": integrity(cfg, rows),
+        "bootstrap_sha256": sha256(policy0) if policy0.exists() else None,
+        "bootstrap_shared": boot_hash is not None and sha256(policy0) == boot_hash,
+        "wall_s": round(wall_s, 1), "run_dir": str(run), "code_commit": provenance("")["commit"],
+        # a cell of an extending table: the cell it was forked from (its rounds, and their wall time, are
+        # that cell's; `wall_s` counts the rounds added here)
+        "forked_from": forked_from(run),
+    }
+
+
+def provenance(command: str) -> dict[str, Any]:
+    from importlib.metadata import version
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True, check=False).stdout.strip() or "unknown"
+    versions = ", ".join(f"{p} {version(p)}" for p in ("mujoco", "torch", "langgraph", "chromadb"))
+    return {"command": command, "commit": commit, "versions": versions}
