@@ -119,12 +119,17 @@ def check_libero_scene(spec: SceneSpec, *, solve: bool = True, demo_tries: int =
     """`sim.validity.ValidityReport` for a LIBERO scene: it builds ("compile"), and the expert solves it
     without noise ("solvability"); the demonstration is the first noisy run that succeeds."""
     from sim.libero.expert import UnsupportedGoal
+    from sim.libero.world import libero_scene
     from sim.validity import ValidityReport
 
     checks = {"compile": False}
+    try:  # the task file exists and the edits apply (a swap partner the task has, words LIBERO can parse)
+        libero_scene(spec)
+    except (FileNotFoundError, KeyError, ValueError) as e:
+        return ValidityReport(ok=False, reason="compile", message=f"compile: {e}", checks=checks)
     try:
         clean = run_libero_episode(spec)
-    except (FileNotFoundError, KeyError, ValueError, UnsupportedGoal) as e:  # a task or edit it cannot build
+    except UnsupportedGoal as e:  # a goal no scripted expert reaches: nothing can demonstrate it
         return ValidityReport(ok=False, reason="compile", message=f"compile: {e}", checks=checks)
     checks["compile"] = True
     if not solve:
