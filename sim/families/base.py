@@ -154,8 +154,13 @@ class TaskFamily(ABC):
         labels = [cls.phase(spec, s) for s in states]
         if labels and labels[-1] == "done":
             return labels, None
+        return labels, cls.stuck_phase(labels)
+
+    @classmethod
+    def stuck_phase(cls, labels: list[str]) -> str:
+        """The furthest phase `labels` reach in the canonical order, short of "done"."""
         furthest = max((cls.phases.index(p) for p in labels), default=0)
-        return labels, cls.phases[min(furthest, len(cls.phases) - 2)]
+        return cls.phases[min(furthest, len(cls.phases) - 2)]
 
 
 FAMILIES: Registry[type[TaskFamily]] = Registry("task family")

@@ -44,14 +44,13 @@ def _labels(spec: SceneSpec, states: list[WorldState], success: bool) -> tuple[l
     """The family's phase labels; LIBERO's goal check decides success (a state the labels call "done"
     without it ends in "place")."""
     fam = get_family(spec.family)
-    labels, failing = fam.label(spec, states)
+    labels, _ = fam.label(spec, states)
     if success:
         labels[-1] = "done"
         return labels, None
     if labels and labels[-1] == "done":
         labels[-1] = "place"
-    furthest = max((fam.phases.index(p) for p in labels if p != "done"), default=0)
-    return labels, fam.phases[min(furthest, len(fam.phases) - 2)]
+    return labels, fam.stuck_phase([p for p in labels if p != "done"])
 
 
 def run_libero_episode(spec: SceneSpec, policy: Policy | None = None, *, max_steps: int | None = None,
