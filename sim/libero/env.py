@@ -175,21 +175,39 @@ class LiberoEnv:
         sim = self._inner.sim
         return np.asarray(sim.data.site_xpos[sim.model.site_name2id(name)], dtype=float).copy()
 
-    def box(self, name: str) -> Box:
-        """Bounding box of every collision geom of an object or fixture (its bodies are named after it)."""
+    def _corners(self, name: str) -> np.ndarray:
+        """World corners (8k, 3) of the boxes of every collision geom of an object or fixture (its bodies
+        are named after it)."""
         sim = self._inner.sim
         m, d = sim.model, sim.data
         if name not in self._geoms:
             bodies = {i for i in range(m.nbody) if (m.body_id2name(i) or "").startswith(name)}
             self._geoms[name] = [g for g in range(m.ngeom) if m.geom_bodyid[g] in bodies
                                  and (m.geom_contype[g] != 0 or m.geom_conaffinity[g] != 0)]
-        los, his = [], []
+        if not self._geoms[name]:
+            raise KeyError(f"{self.name}: no collision geometry named {name!r}")
+        out = []
         for g in self._geoms[name]:
             c, h = m.geom_aabb[g][:3], m.geom_aabb[g][3:]
-            corners = _CORNERS * h + c
-            world = corners @ d.geom_xmat[g].reshape(3, 3).T + d.geom_xpos[g]
-            los.append(world.min(0))
-            his.append(world.max(0))
-        if not los:
-            raise KeyError(f"{self.name}: no collision geometry named {name!r}")
-        return Box(np.min(los, axis=0), np.max(his, axis=0))
+            out.append((_CORNERS * h + c) @ d.geom_xmat[g].reshape(3, 3).T + d.geom_xpos[g])
+        return np.concatenate(out)
+
+    def box(self, name: str) -> Box:
+        """World axis-aligned bounding box of an object's or fixture's collision geoms."""
+        corners = self._corners(name)
+        return Box(corners.min(0), corners.max(0))
+
+    def pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """World position and 3×3 rotation of an object's root body."""
+        sim = self._inner.sim
+        body = sim.model.body_name2id(self._inner.objects_dict[name].root_body)
+        return (np.asarray(sim.data.body_xpos[body], dtype=float).copy(),
+                np.asarray(sim.data.body_xmat[body], dtype=float).reshape(3, 3).copy())
+
+    def local_box(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """An object's collision box in its root body's frame: (centre, half extents) — what stays the
+        same however the object turns (our `StateLayout.object_center`, `object_half`)."""
+        pos, mat = self.pose(name)
+        local = (self._corners(name) - pos) @ mat
+        lo, hi = local.min(0), local.max(0)
+        return (lo + hi) / 2, (hi - lo) / 2

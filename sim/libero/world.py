@@ -4,8 +4,9 @@ and training read a LIBERO episode as they read one of ours.
 
 - `libero_scene(spec)`: the task's BDDL from the installed package (`libero_object/<task>.bddl`), with the
   spec's edits applied (`swap`, and the spec's instruction when it is not the file's own words).
-- `LiberoReader(env)`: `WorldState`s of a `LiberoEnv`. Objects are LIBERO's movable objects (their
-  collision boxes: centre, and half extents at reset turned with the body since); regions are the goal's
+- `LiberoReader(env)`: `WorldState`s of a `LiberoEnv`. Objects are LIBERO's movable objects as ours are:
+  the root body's world rotation and its collision box in the body's frame (so a policy sees which way
+  an item is turned, as the expert does when it aligns its grasp); regions are the goal's
   target when it is a region site (a basket's inside), with the site's box; no joints or handles yet (the
   drawer suites are not in a family). Heights are measured from the objects' support at reset (the floor
   of `libero_object`, a table top elsewhere), as our table top is z = 0. Contacts are per entity (robot,
@@ -64,7 +65,7 @@ class LiberoReader:
         self.objects = tuple(env.object_names)
         boxes = [env.box(n) for n in self.objects]
         self.support = float(min(b.lo[2] for b in boxes)) if boxes else 0.0
-        self._rot0 = [env.rotation(n) for n in self.objects]
+        local = [env.local_box(n) for n in self.objects]
         goal = env.goal[0] if env.goal else []
         self.regions = tuple(g for g in goal[2:3] if not env.is_object(g) and env.has_site(g))
         self._sites = [m.site_name2id(r) for r in self.regions]
@@ -83,8 +84,8 @@ class LiberoReader:
         self._pads = np.array([m.geom_name2id(p) for p in PADS], int)
         self.layout = StateLayout(
             objects=self.objects,
-            object_half=np.array([b.size / 2 for b in boxes]).reshape(-1, 3),
-            object_center=np.zeros((len(self.objects), 3)),
+            object_half=np.array([h for _, h in local]).reshape(-1, 3),
+            object_center=np.array([c for c, _ in local]).reshape(-1, 3),
             joints=(), joint_range=np.zeros((0, 2)),
             regions=self.regions,
             region_half=np.array([m.site_size[s] for s in self._sites], float).reshape(-1, 3),
@@ -98,8 +99,10 @@ class LiberoReader:
 
         env = self.env
         d = env._inner.sim.data
-        pos = np.array([self._up(env.box(n).center) for n in self.objects]).reshape(-1, 3)
-        mats = np.array([env.rotation(n) @ r0.T for n, r0 in zip(self.objects, self._rot0, strict=True)])
+        poses = [env.pose(n) for n in self.objects]
+        centers = self.layout.object_center
+        pos = np.array([self._up(p + m @ c) for (p, m), c in zip(poses, centers, strict=True)])
+        mats = np.array([m for _, m in poses])
         geoms = np.array([d.contact[i].geom for i in range(d.ncon)], int).reshape(-1, 2)
         contacts, grasp = entity_contacts(geoms, self._geom_owner, self._pads, len(self.layout.entities))
         grasp[1] = False  # nor is the table
