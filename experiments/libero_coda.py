@@ -137,7 +137,6 @@ def policy_episodes(layout: Layout, partner: str | None, policy: str,
 def expert_demos(layout: Layout, partner: str | None, seeds: list[int], noise: float) -> list[dict[str, Any]]:
     """DART demonstrations (`experiments.libero_sft.collect`'s recipe) from sampled starts of one scene;
     only the successful ones."""
-    from coda_policy.libero_features import categories
     from common.text import default_embedder
     from experiments.libero_sft import dart_episode
     from sim.libero.expert import PickPlaceExpert
@@ -147,11 +146,10 @@ def expert_demos(layout: Layout, partner: str | None, seeds: list[int], noise: f
     with tempfile.TemporaryDirectory(prefix="coda-libero-") as tmp:
         env = _env(layout.scene(partner), tmp)
         try:
-            cats = categories(env)
             for s in seeds:
                 env.reset(seed=s)
                 feats, acts = dart_episode(env, PickPlaceExpert(env), layout.instruction, layout.max_steps,
-                                           noise, np.random.default_rng([s, 17]), emb, cats)
+                                           noise, np.random.default_rng([s, 17]), emb)
                 if env.success():
                     out.append({"task": layout.task, "partner": partner, "seed": s, "features": feats,
                                 "actions": np.asarray(acts, np.float32)})

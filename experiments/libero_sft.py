@@ -35,7 +35,6 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
     N(0, noise²) added to the arm dimensions when `noise` > 0). `only`: that one task of the first
     `n_tasks` (a worker's share; every episode is seeded by its task's init-state index, so the split
     changes nothing)."""
-    from coda_policy.libero_features import categories
     from common.text import default_embedder
     from experiments.liberopro import init_states, tasks
     from sim.libero.drawer import expert_for
@@ -54,7 +53,6 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
         env = LiberoEnv.for_task(task)
         kept = 0
         try:
-            cats = categories(env)
             for i in range(first_state, min(first_state + per_task, len(states))):
                 env.reset(states[i], seed=seed + i)
                 try:
@@ -63,7 +61,7 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
                     log(f"{task.name}: {e}; skipped")
                     break
                 feats, acts = dart_episode(env, expert, task.instruction, task.max_steps, noise,
-                                           np.random.default_rng([seed, i]), emb, cats)
+                                           np.random.default_rng([seed, i]), emb)
                 if env.success():
                     kept += 1
                     episodes.append({"task": task.name, "state": i, "features": feats,
@@ -75,15 +73,15 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
 
 
 def dart_episode(env: Any, expert: Any, instruction: str, max_steps: int, noise: float,
-                 rng: np.random.Generator, emb: Any, cats: dict[str, str]) -> tuple[list[Any], list[Any]]:
-    """One expert episode from the environment's current state: per step the policy's features and the
-    expert's action (the label); the environment executes that action plus N(0, noise²) on the six arm
-    dimensions when `noise` > 0 (DART). Ends at success or `max_steps`."""
-    from coda_policy.libero_features import featurize_libero
+                 rng: np.random.Generator, emb: Any) -> tuple[list[Any], list[Any]]:
+    """One expert episode from the environment's current state (just reset): per step the policy's
+    features and the expert's action (the label); the environment executes that action plus N(0, noise²)
+    on the six arm dimensions when `noise` > 0 (DART). Ends at success or `max_steps`."""
+    from coda_policy.libero_features import featurize_libero, reader
 
-    feats, acts = [], []
+    feats, acts, read = [], [], reader(env)
     while env.steps < max_steps and not env.success():
-        feats.append(featurize_libero(env, instruction, emb, cats))
+        feats.append(featurize_libero(read, instruction, emb))
         a = expert.act()
         acts.append(a)
         executed = np.array(a, float)
@@ -175,9 +173,9 @@ def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: 
     out: dict[str, Any] = {"task": task.name, "state": state, "open_loop": [], "closed_loop": []}
     try:
         policy = LiberoPolicy(checkpoint, env, task.instruction)
-        cats = policy.cats
         env.reset(init_states(task)[state], seed=state)
-        out["objects"] = {n: np.round(env.box(n).center, 3).tolist() for n in cats}
+        policy.reset(state)
+        out["objects"] = {n: np.round(env.box(n).center, 3).tolist() for n in env.object_names}
         log(f"at the start: {out['objects']}")
         expert = PickPlaceExpert(env)
         for w in range(windows):
@@ -191,6 +189,7 @@ def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: 
             out["open_loop"].append(row)
             log(f"open loop, steps {8 * w}-{8 * w + 7}: expert {row['expert']} policy {row['policy']}")
         env.reset(init_states(task)[state], seed=state)
+        policy.reset(state)
         subject = expert.obj
         while env.steps < task.max_steps and not env.success():
             env.step(policy.chunk(seed=0)[0])

@@ -104,6 +104,35 @@ def test_a_scene_and_its_seed_fix_libero_s_sampled_start():
     assert np.allclose(starts[0], starts[1]) and not np.allclose(starts[0], starts[2])
 
 
+def test_the_state_says_which_way_each_item_is_turned_and_where_its_box_is():
+    """Objects read as ours: the root body's world rotation (the expert aligns its grasp to it; a reader
+    giving the rotation since reset hid it from the policy) and the body-frame box, whose world bounds are
+    LIBERO's own collision box."""
+    import tempfile
+
+    from sim.libero.episode import libero_env
+    from sim.libero.world import LiberoReader
+
+    spec = FAM.seed_scenes()[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        env = libero_env(spec, tmp)
+        try:
+            env.reset(seed=spec.seed)
+            read = LiberoReader(env)
+            s = read.read()
+            turned = 0
+            for name in s.layout.objects:
+                assert np.allclose(s.obj_mat[s.obj(name)], env.pose(name)[1])
+                lo, hi = s.bounds(name)
+                box = env.box(name)
+                assert np.allclose(lo, box.lo - [0, 0, read.support], atol=0.01)
+                assert np.allclose(hi, box.hi - [0, 0, read.support], atol=0.01)
+                turned += not np.allclose(s.obj_mat[s.obj(name)], np.eye(3), atol=0.05)
+            assert turned > 0  # LIBERO starts items turned: the reset pose is not the identity
+        finally:
+            env.close()
+
+
 def test_a_policy_acts_from_the_current_state_whatever_is_recorded():
     seen: list[tuple[int, float]] = []
 
