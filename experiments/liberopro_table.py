@@ -3,9 +3,11 @@ evaluation files, beside the numbers the CoDA paper reports (theirs, labelled as
 
     python -m experiments.liberopro_table    # reads docs/results/libero/, writes docs/results/liberopro.*
 
-Each row names the files it comes from: `python -m experiments.liberopro ... --out FILE` evaluations, and
-`python -m experiments.libero_coda` records (copied under `docs/results/libero/` when a round finishes; their
-`evaluation` holds one entry per perturbation). A cell with no file is "–": not measured, never 0.
+Each row names the files it comes from: `python -m experiments.liberopro ... --out FILE` evaluations,
+`python -m experiments.libero_coda` records (copied under `docs/results/libero/` when a round finishes;
+their `evaluation` holds one entry per perturbation), and a loop run's rounds (`python -m
+experiments.liberopro_run`, `docs/results/libero/loop/<run>/round<k>_<perturb>.json`: one row per round).
+A cell with no file is "–": not measured, never 0.
 """
 
 from __future__ import annotations
@@ -82,7 +84,28 @@ def build(libero: Path) -> dict[str, Any]:
             for p, c in cells(path).items():
                 got.setdefault(p, c)
         rows.append({"row": label, "what": what, "suite": "libero_object", "sources": sources, "cells": got})
+    rows += loop_rows(libero / "loop")
     return {"ours": rows, "paper": [{"row": r, "success": s} for r, s in PAPER]}
+
+
+def loop_rows(folder: Path) -> list[dict[str, Any]]:
+    """One row per evaluated round of each loop run under `folder` (`experiments.liberopro_run`)."""
+    by: dict[tuple[str, int], list[Path]] = {}
+    for path in sorted(folder.glob("*/round*_*.json")):
+        rnd = int(path.stem.split("_")[0][len("round"):])
+        by.setdefault((path.parent.name, rnd), []).append(path)
+    rows = []
+    for (run, rnd), paths in sorted(by.items()):
+        got: dict[str, Any] = {}
+        for path in paths:
+            for p, c in cells(path).items():
+                got.setdefault(p, c)
+        label = f"loop `{run}`, round {rnd}" + (" (SFT on its seed demonstrations)" if rnd == 0 else
+                                                f" (after {rnd} CoDA round{'s' if rnd > 1 else ''})")
+        rows.append({"row": label, "what": f"`agents.run --preset libero`; `experiments.liberopro_run --run "
+                                           f"runs/{run}`", "suite": "libero_object",
+                     "sources": [f"loop/{run}/{p.name}" for p in paths], "cells": got})
+    return rows
 
 
 def _pct(c: dict[str, Any] | None) -> str:

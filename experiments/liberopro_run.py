@@ -1,0 +1,131 @@
+"""A loop run's policies under the LIBERO-Pro protocol: each round's policy of `python -m agents.run --preset
+libero` (round 0: SFT on the seed demonstrations; round k: after k CoDA rounds) evaluated on the suite's
+own tasks and under its position, instruction and task perturbations — `docs/results/liberopro.md`'s rows
+for a policy the graph trained.
+
+    python -m experiments.liberopro_run --run runs/libero_s31 --episodes 5 --workers 2 --commit
+    python -m experiments.liberopro_table      # the table, with one row per evaluated round
+
+One file per (round, perturbation), `docs/results/libero/loop/<run>/round<k>_<perturb>.json` (the
+`experiments.liberopro --out` format plus the run, its round and the commit that evaluated it), written as
+each evaluation finishes; one that exists is kept, so a killed evaluation resumes where it stopped, and
+`--commit` commits each file as it lands. The loop never reads these suites: its held-out scenes are its
+own family's; the protocol's suites are evaluated here only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results" / "libero" / "loop"
+PERTURBS = ("none", "position", "instruction", "task")
+
+
+def round_policies(run: Path) -> dict[int, Path]:
+    """round → its policy file (`policy/round_<k>.pt`) of a loop run directory."""
+    found = {int(p.stem.split("_")[1]): p for p in sorted((run / "policy").glob("round_*.pt"))}
+    if not found:
+        raise FileNotFoundError(f"{run}: no policy/round_*.pt — is it a run directory of `agents.run`?")
+    return found
+
+
+def run_suite(run: Path) -> str:
+    """The LIBERO suite a loop run trained on (its families' `SceneSpec.libero` suite)."""
+    cfg = json.loads((run / "config.json").read_text())
+    from sim.families import get_family
+
+    suites = set()
+    for family in cfg["families"]:
+        fam = get_family(family)
+        if fam.world != "libero":
+            raise ValueError(f"{run}: family {family!r} is not a LIBERO family; the protocol needs one")
+        suites.add(fam.builder.SUITE)
+    if len(suites) != 1:
+        raise ValueError(f"{run}: families on several suites {sorted(suites)}; give --suite")
+    return suites.pop()
+
+
+def _commit_id() -> str:
+    got = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return got.stdout.strip() or "unknown"
+
+
+def evaluate_run(run: Path, suite: str, rounds: list[int], perturbs: list[str], episodes: int, workers: int,
+                 out: Path, commit: bool, log: Any = print) -> list[Path]:
+    """Every (round, perturbation) file not yet written; returns the files written now."""
+    from experiments.liberopro import evaluate, suite_name, summary
+    from experiments.table1 import commit_files
+
+    policies = round_policies(run)
+    missing = [r for r in rounds if r not in policies]
+    if missing:
+        raise FileNotFoundError(f"{run}: no policy for round(s) {missing} (has {sorted(policies)})")
+    written = []
+    for r in rounds:
+        for p in perturbs:
+            path = out / run.name / f"round{r}_{p}.json"
+            if path.is_file():
+                log(f"# {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: kept")
+                continue
+            t0 = time.perf_counter()
+            results = evaluate(suite, p, str(policies[r]), episodes, None, workers, log=log)
+            total = summary(results)
+            record = {"suite": suite_name(suite, p), "policy": str(policies[r]), "run": run.name, "round": r,
+                      "evaluated_at": _commit_id(), "episodes_per_task": episodes, "seed": 0,
+                      "first_state": 0, **total, "wall_s": round(time.perf_counter() - t0, 1),
+                      "tasks_run": [asdict(x) for x in results]}
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(record, indent=1) + "\n")
+            log(f"# {run.name} round {r} · {suite_name(suite, p)}: {total['successes']}/{total['episodes']} "
+                f"({total['success_rate']} %) · {record['wall_s']:.0f} s → {path}")
+            if commit:
+                commit_files([path], f"LIBERO-Pro protocol: {run.name} round {r}, {p}: "
+                                     f"{total['successes']}/{total['episodes']}")
+            written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro_run",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
+    ap.add_argument("--suite", help="the LIBERO suite (default: the one the run's family names)")
+    ap.add_argument("--rounds", help="comma-separated rounds (default: every round with a policy)")
+    ap.add_argument("--perturb", default=",".join(PERTURBS),
+                    help=f"comma-separated perturbations (default {','.join(PERTURBS)})")
+    ap.add_argument("--episodes", type=int, default=5, help="episodes per task, init states 0.. in order")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--commit", action="store_true", help="git-commit each file as it lands")
+    a = ap.parse_args(argv)
+    if not (a.run / "config.json").is_file():
+        ap.error(f"--run {a.run}: not a run directory (no config.json); `python -m agents.run --preset "
+                 "libero --out DIR` makes one")
+    perturbs = [p.strip() for p in a.perturb.split(",") if p.strip()]
+    bad = [p for p in perturbs if p not in PERTURBS]
+    if bad or not perturbs:
+        ap.error(f"--perturb {a.perturb}: choose from {', '.join(PERTURBS)}")
+    if a.episodes < 1 or a.workers < 1:
+        ap.error("--episodes and --workers must be >= 1")
+    try:
+        policies = round_policies(a.run)
+        rounds = sorted(policies) if a.rounds is None else [int(r) for r in a.rounds.split(",") if r.strip()]
+        suite = a.suite or run_suite(a.run)
+        evaluate_run(a.run, suite, rounds, perturbs, a.episodes, a.workers, a.out, a.commit,
+                     log=lambda line: print(line, flush=True))
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

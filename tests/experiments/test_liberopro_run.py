@@ -1,0 +1,74 @@
+"""`experiments.liberopro_run`: a loop run's round policies under the protocol — which files it finds, what
+it refuses, how a finished evaluation is kept on resume, and the table's row per evaluated round. The
+evaluation itself is `experiments.liberopro.evaluate` (tested with the protocol); here it is replaced by a
+double that records what it was asked."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments import liberopro, liberopro_run
+from experiments.liberopro_table import build, markdown
+
+
+def _run_dir(tmp_path, families=("libero_object",), rounds=(0, 1)):
+    run = tmp_path / "libero_x"
+    (run / "policy").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"families": list(families)}))
+    for r in rounds:
+        (run / "policy" / f"round_{r:02d}.pt").write_bytes(b"")
+    return run
+
+
+def test_a_runs_round_policies_and_suite_are_found_and_a_non_libero_run_is_refused(tmp_path):
+    run = _run_dir(tmp_path)
+    assert sorted(liberopro_run.round_policies(run)) == [0, 1]
+    assert liberopro_run.run_suite(run) == "libero_object"
+    other = _run_dir(tmp_path / "b", families=("pick_place",))
+    with pytest.raises(ValueError, match="not a LIBERO family"):
+        liberopro_run.run_suite(other)
+    with pytest.raises(FileNotFoundError, match=r"no policy/round_\*\.pt"):
+        liberopro_run.round_policies(_run_dir(tmp_path / "c", rounds=()))
+
+
+def test_each_round_and_perturbation_is_one_file_kept_on_resume_and_read_as_one_row(tmp_path, monkeypatch):
+    asked = []
+
+    def fake_evaluate(suite, perturb, policy, episodes, n_tasks, workers, log=print):
+        asked.append((perturb, policy.rsplit("/", 1)[-1]))
+        ok = {"none": 3, "position": 1}[perturb]
+        return [liberopro.TaskResult(suite, "t", "words", episodes, ok, [10] * episodes, [], 1.0)]
+
+    monkeypatch.setattr(liberopro, "evaluate", fake_evaluate)
+    run, out = _run_dir(tmp_path), tmp_path / "libero" / "loop"
+    kw = dict(episodes=5, workers=1, out=out, commit=False, log=lambda _: None)
+    wrote = liberopro_run.evaluate_run(run, "libero_object", [0, 1], ["none", "position"], **kw)
+    assert [p.name for p in wrote] == ["round0_none.json", "round0_position.json", "round1_none.json",
+                                       "round1_position.json"]
+    assert asked[0] == ("none", "round_00.pt") and asked[-1] == ("position", "round_01.pt")
+    rec = json.loads(wrote[1].read_text())
+    assert (rec["suite"], rec["round"], rec["successes"], rec["episodes"]) == ("libero_object_swap", 0, 1, 5)
+    asked.clear()
+    assert liberopro_run.evaluate_run(run, "libero_object", [0, 1], ["none", "position"], **kw) == []
+    assert asked == []  # a finished evaluation is kept, not rerun
+    with pytest.raises(FileNotFoundError, match=r"round\(s\) \[2\]"):
+        liberopro_run.evaluate_run(run, "libero_object", [2], ["none"], **kw)
+    rows = {r["row"]: r["cells"] for r in build(tmp_path / "libero")["ours"]}
+    assert rows["loop `libero_x`, round 1 (after 1 CoDA round)"]["position"]["successes"] == 1
+    md = markdown(build(tmp_path / "libero"), "cmd")
+    row0 = "| loop `libero_x`, round 0 (SFT on its seed demonstrations) | 60 % (3/5) | 20 % (1/5) | – | – |"
+    assert row0 in md
+
+
+def test_bad_arguments_are_clear_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        liberopro_run.main(["--run", str(tmp_path)])
+    assert "not a run directory" in capsys.readouterr().err
+    run = _run_dir(tmp_path)
+    with pytest.raises(SystemExit):
+        liberopro_run.main(["--run", str(run), "--perturb", "upside_down"])
+    assert "choose from none, position, instruction, task" in capsys.readouterr().err
+    assert liberopro_run.main(["--run", str(run), "--rounds", "5"]) == 2
+    assert "no policy for round(s) [5]" in capsys.readouterr().err
