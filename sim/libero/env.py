@@ -57,7 +57,8 @@ class _NoMacroNag(logging.Filter):
         return "macro file" not in msg and "setup_macros" not in msg
 
 
-def _quiet_robosuite() -> None:
+def quiet_robosuite() -> None:
+    """Call before anything imports robosuite: its import-time macro-file nag and log noise are filtered."""
     os.environ.setdefault("MUJOCO_GL", "egl")
     for name in ("robosuite", "robosuite_logs"):
         logger = logging.getLogger(name)
@@ -74,7 +75,7 @@ class LiberoEnv:
                  image_size: int = 128) -> None:
         """`cameras`: robosuite camera names rendered into every observation (e.g. "agentview",
         "robot0_eye_in_hand"), square at `image_size`; none by default (privileged state only)."""
-        _quiet_robosuite()
+        quiet_robosuite()
         with contextlib.redirect_stdout(io.StringIO()):
             from libero.libero.envs import OffScreenRenderEnv
 

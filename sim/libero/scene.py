@@ -61,6 +61,9 @@ class LiberoScene:
     # ---- reading and writing --------------------------------------------------------------------------
     @classmethod
     def from_bddl(cls, path: str | Path) -> LiberoScene:
+        from sim.libero.env import quiet_robosuite
+
+        quiet_robosuite()
         from libero.libero.envs.bddl_utils import robosuite_parse_problem
 
         text = Path(path).read_text(encoding="utf-8")
@@ -164,6 +167,9 @@ class LiberoScene:
 
     def replaced(self, name: str, category: str) -> LiberoScene:
         """`name` becomes an object of `category` (same name, so the init and goal still refer to it)."""
+        from sim.libero.env import quiet_robosuite
+
+        quiet_robosuite()
         from libero.libero.envs.objects import OBJECTS_DICT
 
         if category not in OBJECTS_DICT:

@@ -132,3 +132,17 @@ def test_a_swap_edit_makes_the_libero_pro_position_scene():
                            "(floor_other_object_region_4)",)
     with pytest.raises(ValueError, match="same region"):
         base.swapped("butter_1", "butter_1")
+
+
+def test_reading_and_editing_a_bddl_in_a_fresh_process_prints_no_robosuite_nag():
+    """Every LIBERO episode worker reads a BDDL first: robosuite's import-time macro-file warnings (three
+    lines per process) must not reach a researcher's console."""
+    import subprocess
+    import sys
+
+    code = ("from sim.libero.scene import LiberoScene; from sim.libero.world import task_bddl; "
+            "s = LiberoScene.from_bddl(task_bddl('libero_object', "
+            "'pick_up_the_milk_and_place_it_in_the_basket')); print(s.replaced('milk_1', 'ketchup').problem)")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip() and "macro file" not in got.stdout + got.stderr
