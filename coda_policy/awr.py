@@ -340,7 +340,8 @@ class QSelectPolicy:
         return chunks[int(q.argmax())], q
 
     def select_action(self, obs: Observation) -> np.ndarray:
-        feats = featurize(obs, spec=self.scene, embedder=self.policy.embedder)
+        feats = featurize(obs, spec=self.scene, embedder=self.policy.embedder,
+                          grounding=self.policy.config.grounding)
         best, _ = self.choose(collate([feats]))
         return best[: self.policy.config.execute].numpy().astype(np.float64)
 

@@ -33,6 +33,10 @@ class ObjectTokenConfig:
     execute: int = 8
     # action dimension (Δpos 3, Δrot 3, gripper 1)
     action_dim: int = 7
+    # give each object token the instruction ↔ category-words cosine (`coda_policy.features`): which token
+    # the words name, from language alone. Off in every preset but `libero` (FINDINGS #35); a checkpoint
+    # saved without it loads with it off
+    grounding: bool = False
     # most object / fixture tokens a scene may have (`encode` raises beyond it)
     max_objects: int = 16
     # Euler integration steps of the flow when sampling

@@ -78,12 +78,14 @@ class ChunkDataset(Dataset):
         with_next: bool = False,
         only_success: bool = False,
         embedder: TextEmbedder | None = None,
+        grounding: bool = False,
     ) -> None:
         self.chunk, self.with_next = chunk, with_next
         self.episodes = [e for e in episodes if e.success or not only_success]
         emb = embedder or default_embedder()
         self.features: list[list[dict[str, np.ndarray]]] = [
-            [featurize(s, ep.scene.instruction, ep.scene, emb) for s in ep.states] for ep in self.episodes
+            [featurize(s, ep.scene.instruction, ep.scene, emb, grounding) for s in ep.states]
+            for ep in self.episodes
         ]
         self.refs = [r for e, ep in enumerate(self.episodes) for r in self._refs(e, ep)]
 

@@ -5,6 +5,11 @@
   "objects" (N, OBJ_DIM)      one token per scene object, fixture region and articulated handle
   "object_mask" (N,) bool     True for real tokens (all of them here; padding appears in `collate`)
   "text" (384,)               instruction embedding
+With `grounding=True` each token gains one more column (`obj_dim(True)`): the cosine between the
+instruction's embedding and its category words' (MiniLM, full size) — how much the instruction speaks of
+it, read from language and names only. The 16-number category code alone is a random projection in which
+"butter" and "cream cheese" sit close; a policy must otherwise learn which token the words name from its
+demonstrations (in LIBERO it learned where items usually are instead, FINDINGS #35).
 Object tokens carry their position relative to the end effector: for state-based cloning that relative
 vector is what the action mostly depends on. `collate` pads the object axis to the batch maximum.
 """
@@ -32,6 +37,7 @@ KINDS = ("object", "region", "handle")
 ROBOT_DIM = 3 + 6 + 1
 # kind one-hot, pos, pos - ee, world half extents, rotation 6D, rgba, grasped, open fraction, category
 OBJ_DIM = len(KINDS) + 3 + 3 + 3 + 6 + 4 + 1 + 1 + CATEGORY_DIM
+GROUNDING_DIM = 1  # instruction ↔ category-words cosine, appended when a policy asks for it
 _PROJ = np.random.default_rng(12345).standard_normal((TEXT_DIM, CATEGORY_DIM)).astype(np.float32)
 _PROJ /= np.sqrt(CATEGORY_DIM)
 
@@ -68,15 +74,34 @@ class _Scene:
         return self.rgba.get(name.split("/")[0], (0.0, 0.0, 0.0, 0.0))
 
 
+def obj_dim(grounding: bool = False) -> int:
+    """Width of an object token: `OBJ_DIM`, plus the grounding column when asked for."""
+    return OBJ_DIM + (GROUNDING_DIM if grounding else 0)
+
+
 def category_codes(words: Sequence[str], embedder: TextEmbedder) -> np.ndarray:
     """(n, CATEGORY_DIM) codes for category words."""
     return embedder.embed_many(list(words)) @ _PROJ
 
 
+def grounding_scores(words: Sequence[str], text: np.ndarray, embedder: TextEmbedder) -> np.ndarray:
+    """(n, 1) cosine between the instruction's embedding `text` and each token's category words."""
+    if not len(words):
+        return np.zeros((0, GROUNDING_DIM), np.float32)
+    e = embedder.embed_many(list(words))
+    cos = e @ text / np.maximum(np.linalg.norm(e, axis=1) * np.linalg.norm(text), 1e-8)
+    return cos.astype(np.float32)[:, None]
+
+
+def _names(s: WorldState) -> list[tuple[str, str]]:
+    L = s.layout
+    return ([(n, "object") for n in L.objects] + [(n, "region") for n in L.regions]
+            + [(n, "handle") for n in L.handles])
+
+
 def _tokens(s: WorldState, scene: _Scene, embedder: TextEmbedder) -> np.ndarray:
     L = s.layout
-    names = [(n, "object") for n in L.objects] + [(n, "region") for n in L.regions]
-    names += [(n, "handle") for n in L.handles]
+    names = _names(s)
     if not names:
         return np.zeros((0, OBJ_DIM), np.float32)
     eye6 = _rot6(np.eye(3))
@@ -120,21 +145,27 @@ def featurize(
     instruction: str | None = None,
     spec: SceneSpec | None = None,
     embedder: TextEmbedder | None = None,
+    grounding: bool = False,
 ) -> dict[str, np.ndarray]:
     """Features of one timestep. An `Observation` brings its own instruction; a bare `WorldState` needs
-    `instruction` (or `spec`). `spec` adds colours and category words (else names are used)."""
+    `instruction` (or `spec`). `spec` adds colours and category words (else names are used); `grounding`
+    appends each token's instruction ↔ category-words cosine."""
     state = getattr(obs_or_state, "state", obs_or_state)
     text = instruction or getattr(obs_or_state, "instruction", None) or (spec.instruction if spec else None)
     if text is None:
         raise ValueError("featurize needs an instruction: pass an Observation, `instruction` or `spec`")
     emb = embedder or default_embedder()
     robot = np.concatenate([state.ee_pos, _rot6(state.ee_mat), [state.gripper / GRIPPER_MAX]])
-    objects = _tokens(state, _Scene(spec), emb)
+    scene = _Scene(spec)
+    objects, text_emb = _tokens(state, scene, emb), emb.embed(text)
+    if grounding:
+        words = [scene.category(n, k) for n, k in _names(state)]
+        objects = np.concatenate([objects, grounding_scores(words, text_emb, emb)], axis=1)
     return {
         "robot": robot.astype(np.float32),
         "objects": objects,
         "object_mask": np.ones(len(objects), bool),
-        "text": emb.embed(text),
+        "text": text_emb,
     }
 
 
@@ -144,8 +175,12 @@ def collate(items: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
     if not items:
         raise ValueError("collate needs at least one item")
     n = max(1, max(len(it["objects"]) for it in items))
+    widths = {np.shape(it["objects"])[-1] for it in items}
+    if len(widths) != 1:
+        raise ValueError(f"collate: object tokens of different widths {sorted(widths)} (grounding on and "
+                         "off in one batch)")
     batch: dict[str, torch.Tensor] = {}
-    objs = np.zeros((len(items), n, OBJ_DIM), np.float32)
+    objs = np.zeros((len(items), n, widths.pop()), np.float32)
     mask = np.zeros((len(items), n), bool)
     for b, it in enumerate(items):
         k = len(it["objects"])

@@ -30,9 +30,10 @@ def reader(env: LiberoEnv) -> LiberoReader:
     return LiberoReader(env)
 
 
-def featurize_libero(read: LiberoReader, instruction: str, embedder: TextEmbedder) -> dict[str, np.ndarray]:
+def featurize_libero(read: LiberoReader, instruction: str, embedder: TextEmbedder,
+                     grounding: bool = False) -> dict[str, np.ndarray]:
     """The features of the current state of the reader's environment."""
-    return featurize(read.read(), instruction, None, embedder)
+    return featurize(read.read(), instruction, None, embedder, grounding)
 
 
 class LiberoPolicy:
@@ -70,7 +71,7 @@ class LiberoPolicy:
         if self.read is None:
             raise RuntimeError("LiberoPolicy.reset(seed) must follow the environment's reset")
         gen = torch.Generator().manual_seed(seed) if seed is not None else self.gen
-        feats = featurize_libero(self.read, self.instruction, self.embedder)
+        feats = featurize_libero(self.read, self.instruction, self.embedder, self.policy.config.grounding)
         return self.policy.sample_actions(collate([feats]), generator=gen)[0].numpy().astype(np.float64)
 
     def act(self) -> np.ndarray:

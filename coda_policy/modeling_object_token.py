@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from coda_policy.configuration_object_token import ObjectTokenConfig
 from coda_policy.dataset import ChunkData, ChunkDataset
 from coda_policy.device import module_device, to_device
-from coda_policy.features import OBJ_DIM, ROBOT_DIM, collate, featurize
+from coda_policy.features import ROBOT_DIM, collate, featurize, obj_dim
 from coda_policy.normalize import Normalizer, NormStats
 from coda_policy.registry import save_checkpoint
 from common.text import DIM as TEXT_DIM
@@ -59,7 +59,7 @@ class ObjectTokenPolicy(nn.Module):
         with torch.random.fork_rng():
             torch.manual_seed(c.seed)
             self._build(c)
-        self.normalizer = Normalizer(stats or NormStats.identity(c.action_dim))
+        self.normalizer = Normalizer(stats or NormStats.identity(c.action_dim, c.grounding))
         self._scene: SceneSpec | None = None
         self._gen = torch.Generator().manual_seed(c.seed)
 
@@ -71,7 +71,7 @@ class ObjectTokenPolicy(nn.Module):
                 d, c.n_heads, c.ff_mult * d, c.dropout, activation="gelu", batch_first=True, norm_first=True
             )
 
-        self.robot_in, self.obj_in = _mlp(ROBOT_DIM, d), _mlp(OBJ_DIM, d)
+        self.robot_in, self.obj_in = _mlp(ROBOT_DIM, d), _mlp(obj_dim(c.grounding), d)
         self.text_in = nn.Linear(TEXT_DIM, d)
         self.type_emb = nn.Embedding(4, d)  # readout, robot, text, object
         self.readout = nn.Parameter(torch.zeros(1, 1, d))
@@ -165,7 +165,7 @@ class ObjectTokenPolicy(nn.Module):
 
     def select_action(self, obs: Observation) -> np.ndarray:
         """One action chunk (config.execute, 7) for an observation, to be executed open loop."""
-        feats = featurize(obs, spec=self._scene, embedder=self.embedder)
+        feats = featurize(obs, spec=self._scene, embedder=self.embedder, grounding=self.config.grounding)
         was_training = self.training
         self.eval()
         chunk = self.sample_actions(to_device(collate([feats]), module_device(self)), generator=self._gen)[0]
@@ -180,7 +180,8 @@ class ObjectTokenPolicy(nn.Module):
     # ---- data (what the trainers ask of every backend) --------------------------------------------
     def chunk_data(self, episodes: Sequence[Episode]) -> ChunkData:
         """Training chunks of the successful `episodes` (one per recorded state) with their statistics."""
-        ds = ChunkDataset(episodes, self.config.chunk, only_success=True, embedder=self.embedder)
+        ds = ChunkDataset(episodes, self.config.chunk, only_success=True, embedder=self.embedder,
+                          grounding=self.config.grounding)
         if not len(ds):
             raise ValueError(f"no successful demonstration among {len(episodes)} episodes")
         return ChunkData(ds.tensors(), ds.stats(), len(ds.episodes), len(ds))
@@ -192,7 +193,8 @@ class ObjectTokenPolicy(nn.Module):
         for e, i in refs:
             if (e, i) not in cache:
                 ep = episodes[e]
-                cache[(e, i)] = featurize(ep.states[i], ep.scene.instruction, ep.scene, self.embedder)
+                cache[(e, i)] = featurize(ep.states[i], ep.scene.instruction, ep.scene, self.embedder,
+                                          self.config.grounding)
         return collate([cache[(int(e), int(i))] for e, i in refs])
 
     def normalize_actions(self, actions: Tensor) -> Tensor:

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from coda_policy.features import KINDS, OBJ_DIM, ROBOT_DIM
+from coda_policy.features import KINDS, ROBOT_DIM, obj_dim
 
 # object-token dims that are categorical or already unit-scaled (kind one-hot, rgba, flags, category code):
 # left as they are, so an unseen category or colour cannot blow up after division by a tiny std
@@ -51,12 +51,12 @@ class NormStats:
     actions: Stats
 
     @classmethod
-    def identity(cls, action_dim: int = 7) -> NormStats:
-        return cls(Stats.identity(ROBOT_DIM), Stats.identity(OBJ_DIM), Stats.identity(action_dim))
+    def identity(cls, action_dim: int = 7, grounding: bool = False) -> NormStats:
+        return cls(Stats.identity(ROBOT_DIM), Stats.identity(obj_dim(grounding)), Stats.identity(action_dim))
 
     @classmethod
     def compute(cls, robot: np.ndarray, objects: np.ndarray, actions: np.ndarray) -> NormStats:
-        """`objects` holds real (unpadded) token rows only, shape (M, OBJ_DIM)."""
+        """`objects` holds real (unpadded) token rows only, shape (M, token width)."""
         return cls(
             Stats.of(robot, FEATURE_MIN_STD),
             Stats.of(objects, FEATURE_MIN_STD, keep=_OBJ_CONTINUOUS),
