@@ -22,21 +22,31 @@ RESULTS = ROOT / "docs" / "results"
 PERTURBS = ("none", "position", "instruction", "task")
 SUFFIX = {"_swap": "position", "_lan": "instruction", "_task": "task", "_object": "object"}
 
-# (row label, what it is, files under docs/results/libero/ in the order they are read; later files add
-# perturbations, never overwrite one)
-ROWS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("scripted expert", "privileged state, no learning (`--policy expert`)", ("expert_libero_object.json",)),
-    ("SFT, plain demonstrations", "185 expert demonstrations, 1,500 steps (FINDINGS #21)",
+# (suite, row label, what it is, files under docs/results/libero/ in the order they are read; later files
+# add perturbations, never overwrite one)
+ROWS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("libero_object", "scripted expert", "privileged state, no learning (`--policy expert`)",
+     ("expert_libero_object.json",)),
+    ("libero_object", "SFT, plain demonstrations", "185 expert demonstrations, 1,500 steps (FINDINGS #21)",
      ("sft_plain20_libero_object.json",)),
-    ("SFT, DART demonstrations (the seed policy)",
+    ("libero_object", "SFT, DART demonstrations (the seed policy)",
      "107 noisy-execution expert demonstrations (FINDINGS #21)",
      ("sft_dart_libero_object.json", "sft_dart_libero_object_position.json",
       "sft_dart_libero_object_instruction.json", "sft_dart_libero_object_task.json")),
-    ("seed policy + 1 CoDA round", "`experiments.libero_coda` (FINDINGS #23)",
+    ("libero_object", "seed policy + 1 CoDA round", "`experiments.libero_coda` (FINDINGS #23)",
      ("coda_round1_libero_object.json",)),
-    ("seed policy + 1 round on the tasks' own scenes", "the control: the same demonstration budget, no "
-     "generated scene (`--arm original`)", ("original_round1_libero_object.json",)),
+    ("libero_object", "seed policy + 1 round on the tasks' own scenes", "the control: the same demonstration "
+     "budget, no generated scene (`--arm original`)", ("original_round1_libero_object.json",)),
+    ("libero_spatial", "scripted expert", "privileged state, no learning (`--policy expert`)",
+     ("expert_libero_spatial.json", "expert_libero_spatial_position.json")),
+    ("libero_spatial", "SFT, plain demonstrations", "75 expert demonstrations, 1,500 steps (FINDINGS #19)",
+     ("sft_libero_spatial.json",)),
+    ("libero_spatial", "SFT, DART demonstrations", "noisy-execution expert demonstrations, 20 tries per task "
+     "(FINDINGS #35)", ("sft_dart_libero_spatial.json", "sft_dart_libero_spatial_position.json",
+                        "sft_dart_libero_spatial_instruction.json", "sft_dart_libero_spatial_task.json")),
 )
+SUITES = ("libero_object", "libero_spatial")
+MAX_STEPS = {"libero_object": 280, "libero_spatial": 220}
 
 # The CoDA paper's Table 2 (project page), libero_object and overall: π0.5-based vision policies trained on
 # their data, and ASPIRE (code-as-policy). Success as a fraction; "task" is the paper's "Task" column.
@@ -61,19 +71,19 @@ def perturb_of(suite: str, base: str = "libero_object") -> str:
     return SUFFIX.get(rest, "none")
 
 
-def cells(path: Path) -> dict[str, dict[str, Any]]:
+def cells(path: Path, base: str = "libero_object") -> dict[str, dict[str, Any]]:
     """perturbation → {successes, episodes, wall_s} from one evaluation file or one round's record."""
     d = json.loads(path.read_text())
     if "evaluation" in d:
         return {p: {"successes": e["successes"], "episodes": e["episodes"], "wall_s": e.get("wall_s")}
                 for p, e in d["evaluation"].items()}
-    return {perturb_of(d["suite"]): {"successes": d["successes"], "episodes": d["episodes"],
-                                     "wall_s": d.get("wall_s")}}
+    return {perturb_of(d["suite"], base): {"successes": d["successes"], "episodes": d["episodes"],
+                                           "wall_s": d.get("wall_s")}}
 
 
 def build(libero: Path) -> dict[str, Any]:
     rows = []
-    for label, what, files in ROWS:
+    for suite, label, what, files in ROWS:
         got: dict[str, Any] = {}
         sources = []
         for name in files:
@@ -81,9 +91,9 @@ def build(libero: Path) -> dict[str, Any]:
             if not path.is_file():
                 continue
             sources.append(name)
-            for p, c in cells(path).items():
+            for p, c in cells(path, suite).items():
                 got.setdefault(p, c)
-        rows.append({"row": label, "what": what, "suite": "libero_object", "sources": sources, "cells": got})
+        rows.append({"row": label, "what": what, "suite": suite, "sources": sources, "cells": got})
     rows += loop_rows(libero / "loop")
     return {"ours": rows, "paper": [{"row": r, "success": s} for r, s in PAPER]}
 
@@ -97,15 +107,34 @@ def loop_rows(folder: Path) -> list[dict[str, Any]]:
     rows = []
     for (run, rnd), paths in sorted(by.items()):
         got: dict[str, Any] = {}
+        suite = json.loads(paths[0].read_text())["suite"]
+        base = max((s for s in SUITES if suite.startswith(s)), key=len)
         for path in paths:
-            for p, c in cells(path).items():
+            for p, c in cells(path, base).items():
                 got.setdefault(p, c)
         label = f"loop `{run}`, round {rnd}" + (" (SFT on its seed demonstrations)" if rnd == 0 else
                                                 f" (after {rnd} CoDA round{'s' if rnd > 1 else ''})")
-        rows.append({"row": label, "what": f"`agents.run --preset libero`; `experiments.liberopro_run --run "
-                                           f"runs/{run}`", "suite": "libero_object",
+        what = f"`agents.run --preset libero`; `experiments.liberopro_run --run runs/{run}`"
+        wall = _loop_wall(folder / run, rnd)
+        if wall is not None:
+            what += f"; the loop's wall clock through this round {wall / 60:.0f} min"
+        rows.append({"row": label, "what": what, "suite": base, "loop_wall_s": wall,
                      "sources": [f"loop/{run}/{p.name}" for p in paths], "cells": got})
     return rows
+
+
+def _loop_wall(run: Path, rnd: int) -> float | None:
+    """The loop's wall seconds up to round `rnd`'s policy, from the run's copied `run_metrics.jsonl` (a run
+    resumed over several invocations: the rounds' own costs summed)."""
+    path = run / "run_metrics.jsonl"
+    if not path.is_file():
+        return None
+    total = 0.0
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        if rec["round"] <= rnd:
+            total += sum(c.get("wall_s", 0.0) for c in rec.get("cost", {}).values())
+    return round(total, 1)
 
 
 def _pct(c: dict[str, Any] | None) -> str:
@@ -115,16 +144,19 @@ def _pct(c: dict[str, Any] | None) -> str:
 
 
 def markdown(table: dict[str, Any], command: str) -> str:
-    lines = ["## Ours: libero_object, object-token policy on privileged state (CPU)", "",
-             "| policy | original | position | instruction | task | what |", "|---|---|---|---|---|---|"]
-    for r in table["ours"]:
-        c = r["cells"]
-        lines.append(f"| {r['row']} | " + " | ".join(_pct(c.get(p)) for p in PERTURBS) + f" | {r['what']} |")
-    lines += ["", "Protocol: `python -m experiments.liberopro` — 5 episodes per task from init states 0–4 of "
-              "each (perturbed) suite's own file, the instruction read from its BDDL, 280 steps; position = "
-              "`libero_object_swap`, instruction = `libero_object_lan`, task = `libero_object_task`. "
-              "Wall time per evaluation is in each source file.", "",
-              "## Reported in the CoDA paper (theirs, not measured here)", "",
+    lines: list[str] = []
+    for suite in SUITES:
+        lines += [f"## Ours: {suite}, object-token policy on privileged state (CPU)", "",
+                  "| policy | original | position | instruction | task | what |", "|---|---|---|---|---|---|"]
+        for r in (r for r in table["ours"] if r["suite"] == suite):
+            pct = " | ".join(_pct(r["cells"].get(p)) for p in PERTURBS)
+            lines.append(f"| {r['row']} | {pct} | {r['what']} |")
+        lines += ["", f"Protocol: `python -m experiments.liberopro --suite {suite}` — 5 episodes per task "
+                  "from init states 0–4 of each (perturbed) suite's own file, the instruction read from its "
+                  "BDDL, "
+                  f"{MAX_STEPS[suite]} steps; position = `{suite}_swap`, instruction = `{suite}_lan`, task = "
+                  f"`{suite}_task`. Wall time per evaluation is in each source file.", ""]
+    lines += ["## Reported in the CoDA paper (theirs, not measured here)", "",
               "Table 2 of the paper: vision-language-action policies (π0.5) trained on their data and GPUs, "
               "and ASPIRE, a code-as-policy method. Ours reads privileged simulator state as object tokens, "
               "so the rows are not comparable as methods — they say where the benchmark's numbers sit.", "",
