@@ -23,10 +23,10 @@ SMALL = {"d_model": 32, "n_layers": 1, "n_decoder_layers": 1, "n_heads": 2, "bat
 def test_the_score_is_highest_for_the_item_the_words_name_in_every_wording():
     emb = default_embedder()
     for item in ITEMS:
-        for text in (f"Pick the {item} and place it in the basket", f"grab the {item} and drop it in the basket",
-                     f"the basket needs the {item} in it"):
+        for text in (f"Pick the {item} and place it in the basket",
+                     f"grab the {item} and drop it in the basket", f"the basket needs the {item} in it"):
             scores = grounding_scores(ITEMS, emb.embed(text), emb)[:, 0]
-            assert ITEMS[int(np.argmax(scores))] == item, (text, dict(zip(ITEMS, scores.round(2), strict=True)))
+            assert ITEMS[int(np.argmax(scores))] == item, (text, scores.round(2).tolist())
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,124 @@
+"""The loop's LIBERO bootstrap, varied: SFT on a `--preset libero` run's seed demonstrations with one setting
+changed, each policy scored on development scenes of the run's family — scenes of the loop's own kind
+(LIBERO-sampled starts, own or swapped, either seen wording), from seeds no run or suite uses. Never the
+protocol's suites: a choice made here must not be made on the numbers it is reported with.
+
+    python -m experiments.libero_loop_sft --run runs/libero_s31 --variants plain,ema,grounding \
+        --out runs/libero_ab
+
+Variants: `plain` (the preset's SFT as the loop runs it), `ema` (weights averaged at 0.999, as
+`experiments.libero_sft` trains), `grounding` (`ObjectTokenConfig.grounding`). Every variant trains on the
+same demonstrations (the first `--demos` successful ones, by file name) and acts in the same scenes with the
+same sampling seed; results go to `<out>/results.json` (a variant already trained is loaded, not retrained).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+VARIANTS = ("plain", "ema", "grounding")
+DEV_SEED0 = 90_000  # the family's dev scenes: past the loop's held-out seeds and its generators' draws
+
+
+def seed_demos(run: Path, n: int) -> list[Path]:
+    """The first `n` successful seed demonstrations of a run (round 0), by file name."""
+    found = sorted((run / "episodes" / "round_00").glob("demo_*.npz"))
+    ok = [p for p in found if json.loads(p.with_suffix(".json").read_text())["success"]][:n]
+    if not ok:
+        raise FileNotFoundError(f"{run}: no successful episodes/round_00/demo_*.npz")
+    return ok
+
+
+def train_variant(variant: str, demos: list[Path], out: Path) -> dict[str, Any]:
+    """The libero preset's bootstrap SFT with `variant`'s one change."""
+    from agents.config import get_preset
+    from agents.graph.trainer import PolicyTrainer, finetune_warmup
+
+    lc = get_preset("libero").learn
+    if variant != "ema":
+        pc = dataclasses.replace(lc.policy, grounding=variant == "grounding")
+        return PolicyTrainer(dataclasses.replace(lc, policy=pc)).bootstrap(demos, out)
+    import torch
+
+    from coda_policy.registry import make_policy
+    from coda_policy.sft import SFTConfig, train
+    from sim.episode import Episode
+
+    torch.set_num_threads(lc.policy.torch_threads)
+    policy = make_policy(lc.policy)
+    data = policy.chunk_data([Episode.load(p) for p in demos])
+    policy.set_stats(data.stats)
+    cfg = SFTConfig(name="libero_ab", demos=data.episodes, steps=lc.sft_steps,
+                    warmup=finetune_warmup(lc.sft_steps), ema=0.999, policy=policy.config,
+                    log_every=lc.sft_steps)
+    speed = train(policy, data.tensors, cfg)
+    policy.save(out)
+    return {"sft_steps": lc.sft_steps, "demos": data.episodes, "train_s": round(speed["train_s"], 2)}
+
+
+def dev_episode(args: tuple[str, str, int, int]) -> dict[str, Any]:
+    """One development scene of `family` (seed) with the policy at `path`."""
+    path, family, seed, max_steps = args
+    from coda_policy.awr import load_seeded
+    from sim.episode import run_episode
+    from sim.families import get_family
+
+    spec = get_family(family).sample_scene(seed)
+    ep = run_episode(spec, load_seeded(path, 0).bind(spec), max_steps=max_steps, record_every=20)
+    f = spec.factors
+    return {"seed": seed, "task": f["task"]["task"], "start": f["spatial"]["start"],
+            "success": bool(ep.success), "failing_phase": ep.failing_phase}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.libero_loop_sft",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help=f"comma-separated, of {', '.join(VARIANTS)}")
+    ap.add_argument("--demos", type=int, default=100,
+                    help="seed demonstrations to train on (the preset's 100)")
+    ap.add_argument("--scenes", type=int, default=20, help=f"development scenes, seeds {DEV_SEED0}, ...")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args(argv)
+    variants = [v.strip() for v in a.variants.split(",") if v.strip()]
+    if not variants or any(v not in VARIANTS for v in variants):
+        ap.error(f"--variants {a.variants}: choose from {', '.join(VARIANTS)}")
+    if a.demos < 1 or a.scenes < 1 or a.workers < 1:
+        ap.error("--demos, --scenes and --workers must be >= 1")
+    try:
+        cfg = json.loads((a.run / "config.json").read_text())
+        demos = seed_demos(a.run, a.demos)
+    except FileNotFoundError as e:
+        print(f"error: {e} (give a run directory of `agents.run --preset libero`)", file=sys.stderr)
+        return 2
+    from experiments.liberopro import spawn_map
+
+    a.out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"run": str(a.run), "demos": len(demos),
+                               "dev_seeds": [DEV_SEED0, DEV_SEED0 + a.scenes]}
+    for v in variants:
+        path = a.out / f"{v}.pt"
+        trained = train_variant(v, demos, path) if not path.exists() else {"loaded": str(path)}
+        jobs = [(str(path), cfg["families"][0], DEV_SEED0 + i, cfg["rollout_max_steps"])
+                for i in range(a.scenes)]
+        eps = list(spawn_map(dev_episode, jobs, a.workers))
+        by_start = {}
+        for s in sorted({e["start"] for e in eps}):
+            mine = [e["success"] for e in eps if e["start"] == s]
+            by_start[s] = f"{sum(mine)}/{len(mine)}"
+        results[v] = {"train": trained, "successes": sum(e["success"] for e in eps), "episodes": len(eps),
+                      "by_start": by_start, "episodes_run": eps}
+        print(f"{v}: {results[v]['successes']}/{len(eps)} dev scenes, by start {by_start}", flush=True)
+        (a.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,29 @@
+"""`experiments.libero_loop_sft` without LIBERO episodes: which demonstrations it trains on, what it
+refuses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments import libero_loop_sft
+
+
+def test_the_first_successful_seed_demonstrations_by_name_and_a_clear_error_without_any(tmp_path):
+    d = tmp_path / "run" / "episodes" / "round_00"
+    d.mkdir(parents=True)
+    for name, ok in (("demo_c", True), ("demo_a", False), ("demo_b", True), ("demo_d", True)):
+        (d / f"{name}.npz").write_bytes(b"")
+        (d / f"{name}.json").write_text(json.dumps({"success": ok}))
+    assert [p.stem for p in libero_loop_sft.seed_demos(tmp_path / "run", 2)] == ["demo_b", "demo_c"]
+    with pytest.raises(FileNotFoundError, match="no successful"):
+        libero_loop_sft.seed_demos(tmp_path, 2)
+
+
+def test_bad_arguments_are_clear_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        libero_loop_sft.main(["--run", str(tmp_path), "--variants", "dropout", "--out", str(tmp_path)])
+    assert "choose from plain, ema, grounding" in capsys.readouterr().err
+    assert libero_loop_sft.main(["--run", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "give a run directory" in capsys.readouterr().err
