@@ -155,17 +155,6 @@ class LiberoEnv:
     def fixture_names(self) -> list[str]:
         return list(self._inner.fixtures_dict)
 
-    def categories(self) -> dict[str, str]:
-        """Object instance → its BDDL category ("akita_black_bowl_1" → "akita_black_bowl")."""
-        parsed = self._inner.parsed_problem["objects"]
-        return {n: cat for cat, names in parsed.items() for n in names}
-
-    def rotation(self, name: str) -> np.ndarray:
-        """The 3×3 world rotation of an object's root body."""
-        sim = self._inner.sim
-        body = sim.model.body_name2id(self._inner.objects_dict[name].root_body)
-        return np.asarray(sim.data.body_xmat[body], dtype=float).reshape(3, 3)
-
     def has_site(self, name: str) -> bool:
         if self._sites is None:
             m = self._inner.sim.model
