@@ -6,7 +6,7 @@ and training read a LIBERO episode as they read one of ours.
   spec's edits applied (`swap`, and the spec's instruction when it is not the file's own words).
 - `LiberoReader(env)`: `WorldState`s of a `LiberoEnv`. Objects are LIBERO's movable objects as ours are:
   the root body's world rotation and its collision box in the body's frame (so a policy sees which way
-  an item is turned, as the expert does when it aligns its grasp); regions are the goal's
+  an item is turned, and `WorldState.bounds` is LIBERO's own box); regions are the goal's
   target when it is a region site (a basket's inside), with the site's box; no joints or handles yet (the
   drawer suites are not in a family). Heights are measured from the objects' support at reset (the floor
   of `libero_object`, a table top elsewhere), as our table top is z = 0. Contacts are per entity (robot,
