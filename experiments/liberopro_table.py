@@ -41,9 +41,10 @@ ROWS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
      ("expert_libero_spatial.json", "expert_libero_spatial_position.json")),
     ("libero_spatial", "SFT, plain demonstrations", "75 expert demonstrations, 1,500 steps (FINDINGS #19)",
      ("sft_libero_spatial.json",)),
-    ("libero_spatial", "SFT, DART demonstrations", "noisy-execution expert demonstrations, 20 tries per task "
-     "(FINDINGS #35)", ("sft_dart_libero_spatial.json", "sft_dart_libero_spatial_position.json",
-                        "sft_dart_libero_spatial_instruction.json", "sft_dart_libero_spatial_task.json")),
+    ("libero_spatial", "SFT, DART demonstrations",
+     "55 noisy-execution expert demonstrations (of 20 tries per task), 1,500 steps (FINDINGS #35)",
+     ("sft_dart_libero_spatial.json", "sft_dart_libero_spatial_position.json",
+      "sft_dart_libero_spatial_instruction.json", "sft_dart_libero_spatial_task.json")),
 )
 SUITES = ("libero_object", "libero_spatial")
 MAX_STEPS = {"libero_object": 280, "libero_spatial": 220}
