@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -53,16 +52,12 @@ def run_suite(run: Path) -> str:
     return suites.pop()
 
 
-def _commit_id() -> str:
-    got = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return got.stdout.strip() or "unknown"
-
-
 def evaluate_run(run: Path, suite: str, rounds: list[int], perturbs: list[str], episodes: int, workers: int,
                  out: Path, commit: bool, log: Any = print) -> list[Path]:
     """Every (round, perturbation) file not yet written; returns the files written now."""
     from experiments.liberopro import evaluate, suite_name, summary
     from experiments.table1 import commit_files
+    from experiments.table_record import provenance
 
     policies = round_policies(run)
     missing = [r for r in rounds if r not in policies]
@@ -79,7 +74,7 @@ def evaluate_run(run: Path, suite: str, rounds: list[int], perturbs: list[str], 
             results = evaluate(suite, p, str(policies[r]), episodes, None, workers, log=log)
             total = summary(results)
             record = {"suite": suite_name(suite, p), "policy": str(policies[r]), "run": run.name, "round": r,
-                      "evaluated_at": _commit_id(), "episodes_per_task": episodes, "seed": 0,
+                      "evaluated_at": provenance("")["commit"], "episodes_per_task": episodes, "seed": 0,
                       "first_state": 0, **total, "wall_s": round(time.perf_counter() - t0, 1),
                       "tasks_run": [asdict(x) for x in results]}
             path.parent.mkdir(parents=True, exist_ok=True)
