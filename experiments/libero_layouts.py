@@ -1,0 +1,158 @@
+"""Does the loop's LIBERO policy learn which item the words name when its demonstrations show each item in
+more places? Development scenes only — never the protocol's suites (FINDINGS #35: the `--preset libero`
+policy learned the two places an item starts in, own and its first swap partner's, not the item).
+
+    python -m experiments.libero_layouts --run runs/libero_s31 --out runs/libero_layouts --workers 2
+
+Two arms, the same number of demonstrations and the same SFT (the libero preset's bootstrap):
+- `two`: the run's first `--demos` successful seed demonstrations (own and `swap1` starts, as the loop
+  trained);
+- `four`: the first half of those plus as many new DART demonstrations (`sim.libero.episode`, σ 0.3, up to
+  three tries per scene) with the item in its second or third partner's region (`swap2`, `swap3`; seeds
+  80,000 + k, tasks in turn).
+Both act in the same development scenes (seeds 90,000 + k): every task with the item in its own region and
+in its fourth partner's (`swap4`, a region neither arm's item starts in). The fourth partner is not the one
+LIBERO-Pro's `libero_object_swap` uses (`sim.families.libero_object.scene`), so the benchmark's layout stays
+held out. With `--own-arm`, a third arm of as many new demonstrations with every item in its own region and
+the file's words — the standalone SFT's kind of data (FINDINGS #21). Demonstrations, policies and
+`results.json` land under `--out`; a rerun keeps what is there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+FAMILY = "libero_object"
+NEW_STARTS = ("swap2", "swap3")
+EVAL_STARTS = ("own", "swap4")
+DEMO_SEED0 = 80_000  # new demonstrations: past the loop's scene seeds, before the dev scenes
+OWN_SEED0 = 85_000  # the `own` arm's demonstrations
+DEV_SEED0 = 90_000  # as experiments.libero_loop_sft
+
+
+def demo_job(args: tuple[str, str, int, str]) -> dict[str, Any]:
+    """A DART demonstration of `task` with the item at `start` (scene seed `seed`), saved under `out` when
+    one of three noisy tries succeeds."""
+    task, start, seed, out = args
+    from sim.families import get_family
+    from sim.libero.episode import DART_NOISE, run_libero_episode
+
+    path = Path(out) / f"demo_{task}_{start}_{seed}"
+    if path.with_suffix(".json").exists():
+        return {"task": task, "start": start, "seed": seed, "path": str(path.with_suffix(".npz")),
+                "success": json.loads(path.with_suffix(".json").read_text())["success"]}
+    spec = get_family(FAMILY).make_scene({"task": {"task": task}, "spatial": {"start": start}}, seed)
+    ep = None
+    for k in range(3):
+        ep = run_libero_episode(spec, dart_noise=DART_NOISE, noise_seed=k)
+        if ep.success:
+            break
+    assert ep is not None
+    ep.save(path)
+    return {"task": task, "start": start, "seed": seed, "path": str(path.with_suffix(".npz")),
+            "success": bool(ep.success)}
+
+
+def collect(n: int, starts: tuple[str, ...], seed0: int, out: Path, workers: int) -> tuple[list[Path], int]:
+    """`n` successful new demonstrations (tasks in turn, `starts` alternating, scene seeds `seed0` + k), and
+    how many scenes it took."""
+    from experiments.liberopro import spawn_map
+    from sim.families.libero_object.scene import TASKS
+
+    tasks = list(TASKS)
+    out.mkdir(parents=True, exist_ok=True)
+    kept: list[Path] = []
+    k = 0
+    while len(kept) < n:
+        batch = []
+        for j in range(k, k + 2 * max(workers, 1) * 4):
+            batch.append((tasks[j % len(tasks)], starts[(j // len(tasks)) % len(starts)], seed0 + j,
+                          str(out)))
+        k += len(batch)
+        for r in spawn_map(demo_job, batch, workers):
+            if r["success"] and len(kept) < n:
+                kept.append(Path(r["path"]))
+        print(f"  demonstrations: {len(kept)}/{n} kept of {k} scenes", flush=True)
+    return kept, k
+
+
+def dev_job(args: tuple[str, str, str, int, int]) -> dict[str, Any]:
+    path, task, start, seed, max_steps = args
+    from coda_policy.awr import load_seeded
+    from sim.episode import run_episode
+    from sim.families import get_family
+
+    spec = get_family(FAMILY).make_scene({"task": {"task": task}, "spatial": {"start": start}}, seed)
+    ep = run_episode(spec, load_seeded(path, 0).bind(spec), max_steps=max_steps, record_every=20)
+    return {"task": task, "start": start, "seed": seed, "success": bool(ep.success),
+            "failing_phase": ep.failing_phase}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.libero_layouts",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
+    ap.add_argument("--demos", type=int, default=100, help="demonstrations per arm (the preset's 100)")
+    ap.add_argument("--per-task", type=int, default=2, help="development scenes per task and start")
+    ap.add_argument("--own-arm", action="store_true",
+                    help="a third arm: as many new demonstrations, every item in its own region")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args(argv)
+    if a.demos < 2 or a.per_task < 1 or a.workers < 1:
+        ap.error("--demos must be >= 2, --per-task and --workers >= 1")
+    from experiments.libero_loop_sft import seed_demos
+
+    try:
+        cfg = json.loads((a.run / "config.json").read_text())
+        run_demos = seed_demos(a.run, a.demos)
+    except FileNotFoundError as e:
+        print(f"error: {e} (give a run directory of `agents.run --preset libero`)", file=sys.stderr)
+        return 2
+    if cfg["families"] != [FAMILY]:
+        print(f"error: {a.run} ran {cfg['families']}, not [{FAMILY!r}]", file=sys.stderr)
+        return 2
+    from agents.config import get_preset
+    from agents.graph.trainer import PolicyTrainer
+    from experiments.liberopro import spawn_map
+    from sim.families.libero_object.scene import TASKS
+
+    a.out.mkdir(parents=True, exist_ok=True)
+    half = a.demos // 2
+    new, tried = collect(a.demos - half, NEW_STARTS, DEMO_SEED0, a.out / "demos", a.workers)
+    arms = {"two": run_demos, "four": run_demos[:half] + new}
+    results: dict[str, Any] = {"run": str(a.run), "demos_per_arm": a.demos,
+                               "new_demos": {"kept": len(new), "scenes": tried, "starts": list(NEW_STARTS)},
+                               "dev_seeds_from": DEV_SEED0, "eval_starts": list(EVAL_STARTS)}
+    if a.own_arm:  # the standalone's kind of data: one layout per task, the file's words (FINDINGS #21)
+        own, tried = collect(a.demos, ("own",), OWN_SEED0, a.out / "demos_own", a.workers)
+        arms["own"] = own
+        results["own_demos"] = {"kept": len(own), "scenes": tried, "starts": ["own"]}
+    trainer = PolicyTrainer(get_preset("libero").learn)
+    done = json.loads((a.out / "results.json").read_text()) if (a.out / "results.json").exists() else {}
+    for arm, demos in arms.items():
+        path = a.out / f"{arm}.pt"
+        n_eval = len(TASKS) * len(EVAL_STARTS) * a.per_task
+        if arm in done and path.exists() and done[arm]["episodes"] == n_eval:
+            results[arm] = done[arm]  # trained and scored by an earlier run of the same command
+            print(f"{arm}: {done[arm]['successes']}/{done[arm]['episodes']} dev scenes (kept)", flush=True)
+            continue
+        trained = trainer.bootstrap(demos, path) if not path.exists() else {"loaded": str(path)}
+        jobs = [(str(path), task, start, DEV_SEED0 + i * 100 + j, cfg["rollout_max_steps"])
+                for i, task in enumerate(TASKS) for start in EVAL_STARTS for j in range(a.per_task)]
+        eps = list(spawn_map(dev_job, jobs, a.workers))
+        by_start = {s: f"{sum(e['success'] for e in eps if e['start'] == s)}/"
+                       f"{sum(e['start'] == s for e in eps)}" for s in EVAL_STARTS}
+        results[arm] = {"train": trained, "successes": sum(e["success"] for e in eps), "episodes": len(eps),
+                        "by_start": by_start, "episodes_run": eps}
+        print(f"{arm}: {results[arm]['successes']}/{len(eps)} dev scenes, by start {by_start}", flush=True)
+        (a.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
