@@ -7,9 +7,12 @@ protocol's suites: a choice made here must not be made on the numbers it is repo
         --out runs/libero_ab
 
 Variants: `plain` (the preset's SFT as the loop runs it), `ema` (weights averaged at 0.999, as
-`experiments.libero_sft` trains), `grounding` (`ObjectTokenConfig.grounding`). Every variant trains on the
-same demonstrations (the first `--demos` successful ones, by file name) and acts in the same scenes with the
-same sampling seed; results go to `<out>/results.json` (a variant already trained is loaded, not retrained).
+`experiments.libero_sft` trains), `grounding` (`ObjectTokenConfig.grounding`), `standalone` (every setting
+`experiments.libero_sft` trains and samples with: EMA 0.999, warm-up 50 steps, 10 flow steps).
+`--demos-from DIR` trains on that directory's successful `demo_*.npz` instead of the run's seed ones.
+Every variant trains on the same demonstrations (the first `--demos` successful ones, by file name) and
+acts in the same scenes with the same sampling seed; results go to `<out>/results.json` (a variant already
+trained is loaded, not retrained).
 """
 
 from __future__ import annotations
@@ -21,16 +24,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-VARIANTS = ("plain", "ema", "grounding")
+VARIANTS = ("plain", "ema", "grounding", "standalone")
 DEV_SEED0 = 90_000  # the family's dev scenes: past the loop's held-out seeds and its generators' draws
 
 
-def seed_demos(run: Path, n: int) -> list[Path]:
-    """The first `n` successful seed demonstrations of a run (round 0), by file name."""
-    found = sorted((run / "episodes" / "round_00").glob("demo_*.npz"))
+def seed_demos(run: Path, n: int, where: Path | None = None) -> list[Path]:
+    """The first `n` successful seed demonstrations of a run (round 0), or of directory `where`, by name."""
+    found = sorted((where or run / "episodes" / "round_00").glob("demo_*.npz"))
     ok = [p for p in found if json.loads(p.with_suffix(".json").read_text())["success"]][:n]
     if not ok:
-        raise FileNotFoundError(f"{run}: no successful episodes/round_00/demo_*.npz")
+        raise FileNotFoundError(f"{where or run}: no successful {'' if where else 'episodes/round_00/'}"
+                                "demo_*.npz")
     return ok
 
 
@@ -40,7 +44,7 @@ def train_variant(variant: str, demos: list[Path], out: Path) -> dict[str, Any]:
     from agents.graph.trainer import PolicyTrainer, finetune_warmup
 
     lc = get_preset("libero").learn
-    if variant != "ema":
+    if variant not in ("ema", "standalone"):
         pc = dataclasses.replace(lc.policy, grounding=variant == "grounding")
         return PolicyTrainer(dataclasses.replace(lc, policy=pc)).bootstrap(demos, out)
     import torch
@@ -50,11 +54,13 @@ def train_variant(variant: str, demos: list[Path], out: Path) -> dict[str, Any]:
     from sim.episode import Episode
 
     torch.set_num_threads(lc.policy.torch_threads)
-    policy = make_policy(lc.policy)
+    pc = lc.policy if variant == "ema" else dataclasses.replace(lc.policy, flow_steps=10)
+    policy = make_policy(pc)
     data = policy.chunk_data([Episode.load(p) for p in demos])
     policy.set_stats(data.stats)
     cfg = SFTConfig(name="libero_ab", demos=data.episodes, steps=lc.sft_steps,
-                    warmup=finetune_warmup(lc.sft_steps), ema=0.999, policy=policy.config,
+                    warmup=finetune_warmup(lc.sft_steps) if variant == "ema" else 50, ema=0.999,
+                    policy=policy.config,
                     log_every=lc.sft_steps)
     speed = train(policy, data.tensors, cfg)
     policy.save(out)
@@ -83,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"comma-separated, of {', '.join(VARIANTS)}")
     ap.add_argument("--demos", type=int, default=100,
                     help="seed demonstrations to train on (the preset's 100)")
+    ap.add_argument("--demos-from", type=Path, default=None,
+                    help="train on this directory's demo_*.npz instead of the run's seed demonstrations")
     ap.add_argument("--scenes", type=int, default=20, help=f"development scenes, seeds {DEV_SEED0}, ...")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--out", type=Path, required=True)
@@ -94,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--demos, --scenes and --workers must be >= 1")
     try:
         cfg = json.loads((a.run / "config.json").read_text())
-        demos = seed_demos(a.run, a.demos)
+        demos = seed_demos(a.run, a.demos, a.demos_from)
     except FileNotFoundError as e:
         print(f"error: {e} (give a run directory of `agents.run --preset libero`)", file=sys.stderr)
         return 2
@@ -102,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
     a.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"run": str(a.run), "demos": len(demos),
+                               "demos_from": str(a.demos_from or a.run / "episodes" / "round_00"),
                                "dev_seeds": [DEV_SEED0, DEV_SEED0 + a.scenes]}
     for v in variants:
         path = a.out / f"{v}.pt"

@@ -27,3 +27,17 @@ def test_bad_arguments_are_clear_errors(tmp_path, capsys):
     assert "choose from plain, ema, grounding" in capsys.readouterr().err
     assert libero_loop_sft.main(["--run", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert "give a run directory" in capsys.readouterr().err
+
+
+def test_demonstrations_from_another_directory(tmp_path):
+    d = tmp_path / "elsewhere"
+    d.mkdir()
+    for name, ok in (("demo_b", True), ("demo_a", False), ("demo_c", True)):
+        (d / f"{name}.npz").write_bytes(b"")
+        (d / f"{name}.json").write_text(json.dumps({"success": ok}))
+    got = libero_loop_sft.seed_demos(tmp_path / "no-run", 5, d)
+    assert [p.stem for p in got] == ["demo_b", "demo_c"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="empty: no successful demo"):
+        libero_loop_sft.seed_demos(tmp_path, 5, empty)
