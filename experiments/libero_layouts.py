@@ -80,18 +80,6 @@ def collect(n: int, starts: tuple[str, ...], seed0: int, out: Path, workers: int
     return kept, k
 
 
-def dev_job(args: tuple[str, str, str, int, int]) -> dict[str, Any]:
-    path, task, start, seed, max_steps = args
-    from coda_policy.awr import load_seeded
-    from sim.episode import run_episode
-    from sim.families import get_family
-
-    spec = get_family(FAMILY).make_scene({"task": {"task": task}, "spatial": {"start": start}}, seed)
-    ep = run_episode(spec, load_seeded(path, 0).bind(spec), max_steps=max_steps, record_every=20)
-    return {"task": task, "start": start, "seed": seed, "success": bool(ep.success),
-            "failing_phase": ep.failing_phase}
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.libero_layouts",
                                  description=__doc__.split("\n\n")[0])
@@ -105,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.demos < 2 or a.per_task < 1 or a.workers < 1:
         ap.error("--demos must be >= 2, --per-task and --workers >= 1")
-    from experiments.libero_loop_sft import seed_demos
+    from experiments.libero_loop_sft import dev_episode, scored, seed_demos
 
     try:
         cfg = json.loads((a.run / "config.json").read_text())
@@ -142,14 +130,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{arm}: {done[arm]['successes']}/{done[arm]['episodes']} dev scenes (kept)", flush=True)
             continue
         trained = trainer.bootstrap(demos, path) if not path.exists() else {"loaded": str(path)}
-        jobs = [(str(path), task, start, DEV_SEED0 + i * 100 + j, cfg["rollout_max_steps"])
+        jobs = [(str(path), FAMILY, DEV_SEED0 + i * 100 + j, cfg["rollout_max_steps"],
+                 {"task": {"task": task}, "spatial": {"start": start}})
                 for i, task in enumerate(TASKS) for start in EVAL_STARTS for j in range(a.per_task)]
-        eps = list(spawn_map(dev_job, jobs, a.workers))
-        by_start = {s: f"{sum(e['success'] for e in eps if e['start'] == s)}/"
-                       f"{sum(e['start'] == s for e in eps)}" for s in EVAL_STARTS}
-        results[arm] = {"train": trained, "successes": sum(e["success"] for e in eps), "episodes": len(eps),
-                        "by_start": by_start, "episodes_run": eps}
-        print(f"{arm}: {results[arm]['successes']}/{len(eps)} dev scenes, by start {by_start}", flush=True)
+        results[arm] = scored(list(spawn_map(dev_episode, jobs, a.workers)), trained)
+        print(f"{arm}: {results[arm]['successes']}/{results[arm]['episodes']} dev scenes, by start "
+              f"{results[arm]['by_start']}", flush=True)
         (a.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     return 0
 

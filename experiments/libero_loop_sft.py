@@ -67,18 +67,30 @@ def train_variant(variant: str, demos: list[Path], out: Path) -> dict[str, Any]:
     return {"sft_steps": lc.sft_steps, "demos": data.episodes, "train_s": round(speed["train_s"], 2)}
 
 
-def dev_episode(args: tuple[str, str, int, int]) -> dict[str, Any]:
-    """One development scene of `family` (seed) with the policy at `path`."""
-    path, family, seed, max_steps = args
+def dev_episode(args: tuple[Any, ...]) -> dict[str, Any]:
+    """One development scene of `family` (seed) with the policy at `path`: (path, family, seed, max_steps)
+    samples the scene in distribution; a fifth element, factor values, makes that scene instead."""
+    path, family, seed, max_steps, *factors = args
     from coda_policy.awr import load_seeded
     from sim.episode import run_episode
     from sim.families import get_family
 
-    spec = get_family(family).sample_scene(seed)
+    fam = get_family(family)
+    spec = fam.make_scene(factors[0], seed) if factors else fam.sample_scene(seed)
     ep = run_episode(spec, load_seeded(path, 0).bind(spec), max_steps=max_steps, record_every=20)
     f = spec.factors
     return {"seed": seed, "task": f["task"]["task"], "start": f["spatial"]["start"],
             "success": bool(ep.success), "failing_phase": ep.failing_phase}
+
+
+def scored(eps: list[dict[str, Any]], trained: dict[str, Any]) -> dict[str, Any]:
+    """A policy's results on development scenes: successes overall and per start, every episode."""
+    by_start = {}
+    for s in sorted({e["start"] for e in eps}):
+        mine = [e["success"] for e in eps if e["start"] == s]
+        by_start[s] = f"{sum(mine)}/{len(mine)}"
+    return {"train": trained, "successes": sum(e["success"] for e in eps), "episodes": len(eps),
+            "by_start": by_start, "episodes_run": eps}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,13 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(str(path), cfg["families"][0], DEV_SEED0 + i, cfg["rollout_max_steps"])
                 for i in range(a.scenes)]
         eps = list(spawn_map(dev_episode, jobs, a.workers))
-        by_start = {}
-        for s in sorted({e["start"] for e in eps}):
-            mine = [e["success"] for e in eps if e["start"] == s]
-            by_start[s] = f"{sum(mine)}/{len(mine)}"
-        results[v] = {"train": trained, "successes": sum(e["success"] for e in eps), "episodes": len(eps),
-                      "by_start": by_start, "episodes_run": eps}
-        print(f"{v}: {results[v]['successes']}/{len(eps)} dev scenes, by start {by_start}", flush=True)
+        results[v] = scored(eps, trained)
+        print(f"{v}: {results[v]['successes']}/{len(eps)} dev scenes, by start {results[v]['by_start']}",
+              flush=True)
         (a.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     return 0
 
