@@ -14,7 +14,8 @@ Both act in the same development scenes (seeds 90,000 + k): every task with the 
 in its fourth partner's (`swap4`, a region neither arm's item starts in). The fourth partner is not the one
 LIBERO-Pro's `libero_object_swap` uses (`sim.families.libero_object.scene`), so the benchmark's layout stays
 held out. With `--own-arm`, a third arm of as many new demonstrations with every item in its own region and
-the file's words — the standalone SFT's kind of data (FINDINGS #21). Demonstrations, policies and
+the file's words — the standalone SFT's kind of data (FINDINGS #21); `--arms` picks which arms run (e.g.
+`--arms own`). Demonstrations, policies and
 `results.json` land under `--out`; a rerun keeps what is there.
 """
 
@@ -30,6 +31,7 @@ FAMILY = "libero_object"
 NEW_STARTS = ("swap2", "swap3")
 EVAL_STARTS = ("own", "swap4")
 DEMO_SEED0 = 80_000  # new demonstrations: past the loop's scene seeds, before the dev scenes
+ARMS = ("two", "four", "own")
 OWN_SEED0 = 85_000  # the `own` arm's demonstrations
 DEV_SEED0 = 90_000  # as experiments.libero_loop_sft
 
@@ -88,11 +90,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-task", type=int, default=2, help="development scenes per task and start")
     ap.add_argument("--own-arm", action="store_true",
                     help="a third arm: as many new demonstrations, every item in its own region")
+    ap.add_argument("--arms", default=None,
+                    help="comma-separated, of two, four, own (default: two,four, and own with --own-arm)")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     if a.demos < 2 or a.per_task < 1 or a.workers < 1:
         ap.error("--demos must be >= 2, --per-task and --workers >= 1")
+    wanted = ["two", "four"] + (["own"] if a.own_arm else []) if a.arms is None else \
+        [x.strip() for x in a.arms.split(",") if x.strip()]
+    if not wanted or any(x not in ARMS for x in wanted):
+        ap.error(f"--arms {a.arms}: choose from {', '.join(ARMS)}")
     from experiments.libero_loop_sft import dev_episode, scored, seed_demos
 
     try:
@@ -111,12 +119,14 @@ def main(argv: list[str] | None = None) -> int:
 
     a.out.mkdir(parents=True, exist_ok=True)
     half = a.demos // 2
-    new, tried = collect(a.demos - half, NEW_STARTS, DEMO_SEED0, a.out / "demos", a.workers)
-    arms = {"two": run_demos, "four": run_demos[:half] + new}
-    results: dict[str, Any] = {"run": str(a.run), "demos_per_arm": a.demos,
-                               "new_demos": {"kept": len(new), "scenes": tried, "starts": list(NEW_STARTS)},
-                               "dev_seeds_from": DEV_SEED0, "eval_starts": list(EVAL_STARTS)}
-    if a.own_arm:  # the standalone's kind of data: one layout per task, the file's words (FINDINGS #21)
+    arms: dict[str, list[Path]] = {"two": run_demos} if "two" in wanted else {}
+    results: dict[str, Any] = {"run": str(a.run), "demos_per_arm": a.demos, "dev_seeds_from": DEV_SEED0,
+                               "eval_starts": list(EVAL_STARTS)}
+    if "four" in wanted:
+        new, tried = collect(a.demos - half, NEW_STARTS, DEMO_SEED0, a.out / "demos", a.workers)
+        arms["four"] = run_demos[:half] + new
+        results["new_demos"] = {"kept": len(new), "scenes": tried, "starts": list(NEW_STARTS)}
+    if "own" in wanted:  # the standalone's kind of data: one layout per task, the file's words (FINDINGS #21)
         own, tried = collect(a.demos, ("own",), OWN_SEED0, a.out / "demos_own", a.workers)
         arms["own"] = own
         results["own_demos"] = {"kept": len(own), "scenes": tried, "starts": ["own"]}

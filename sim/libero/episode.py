@@ -31,6 +31,13 @@ from sim.world import WorldState
 DART_NOISE = 0.3  # σ of the executed-action noise of expert demonstrations (FINDINGS #21)
 
 
+def dart_rng(spec: SceneSpec, noise_seed: int) -> np.random.Generator:
+    """The executed-action noise of try `noise_seed` of a DART demonstration in `spec`: its own stream per
+    scene. (Seeded by the try alone, every demonstration drifted the same way at the same step, and a policy
+    cloned from them never saw the way back from any other drift — FINDINGS #37.)"""
+    return np.random.default_rng([int(spec.seed) % (2**63), noise_seed, 17])
+
+
 def libero_env(spec: SceneSpec, tmp: str) -> Any:
     """A LiberoEnv of the scene a LIBERO spec names (its BDDL written under `tmp`)."""
     from sim.libero.env import LiberoEnv
@@ -69,7 +76,7 @@ def run_libero_episode(spec: SceneSpec, policy: Policy | None = None, *, max_ste
             s = reader.read()
             states, steps, actions = [s], [0], []
             expert = expert_for(env) if policy is None else None
-            rng = np.random.default_rng([noise_seed, 17])
+            rng = dart_rng(spec, noise_seed)
             t, success, read_at = 0, env.success(), 0
             while t < limit and not success:
                 if expert is not None:
