@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -152,15 +152,20 @@ class Predicate(_Model):
         return f"{self.fn}({', '.join(map(str, self.args))})"
 
 
+_Shift = Annotated[float, Field(ge=-0.3, le=0.3)]  # m, a LIBERO start region's move on its support
+
+
 class LiberoRef(_Model):
     """A scene in LIBERO's world instead of ours: one task of a LIBERO suite (its BDDL file in the installed
     package), edited. `swap` names an object whose starting region the task's object of interest takes
-    (and that object takes the other's: LIBERO-Pro's position change); the scene's `instruction` is the one
-    given to the policy (the BDDL's own words, or other words). `sim.libero.world` builds and runs it."""
+    (and that object takes the other's: LIBERO-Pro's position change); `move` shifts the region the object
+    of interest then starts in by (dx, dy) m on its support; the scene's `instruction` is the one given to
+    the policy (the BDDL's own words, or other words). `sim.libero.world` builds and runs it."""
 
     suite: str = Field(pattern=r"^libero_[a-z0-9_]{1,40}$")
     task: str = Field(pattern=r"^[a-z][a-z0-9_]{0,159}$")
     swap: str | None = Field(None, pattern=_NAME)
+    move: tuple[_Shift, _Shift] | None = None
 
 
 class SceneSpec(_Model):

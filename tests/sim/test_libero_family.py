@@ -46,6 +46,31 @@ def test_a_swap_moves_the_item_into_its_partners_region_and_a_paraphrase_rewords
     assert scene.language == spec.instruction != base.language
 
 
+def test_a_shift_moves_the_item_s_start_region_and_the_item_starts_there():
+    import tempfile
+
+    from sim.libero.episode import libero_env
+    from sim.libero.world import LiberoReader
+
+    plain, moved = (FAM.make_scene({"task": {"task": "milk"}, "spatial": {"start": "swap1", "shift": s}}, 7)
+                    for s in ("none", "minus_x"))
+    assert moved.libero.move == (-0.05, 0.0) and plain.libero.move is None
+    before, after = (libero_scene(s).start_region("milk_1") for s in (plain, moved))
+    assert before.full_name == after.full_name  # the same region (the swap partner's), moved
+    assert np.allclose(np.subtract(after.ranges, before.ranges), [[-0.05, 0.0, -0.05, 0.0]])
+    x = []
+    for spec in (plain, moved):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = libero_env(spec, tmp)
+            try:
+                env.reset(seed=7)
+                read = LiberoReader(env)
+                x.append(read.read().obj_pos.reshape(-1, 3)[read.objects.index("milk_1")])
+            finally:
+                env.close()
+    assert 0.02 < x[0][0] - x[1][0] < 0.08  # a 5 cm shift of a 5 cm region: the item moved along -x
+
+
 def test_a_libero_scene_is_refused_by_our_builder_with_where_it_runs():
     from sim.builder import build_scene
     from sim.families import our_families

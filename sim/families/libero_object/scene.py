@@ -1,16 +1,19 @@
 """LIBERO-Object: pick up one grocery item and place it in the basket, in LIBERO's own world.
 
 The family's scene builder and seed generation program (the sandbox runs this text): a scene names one
-task of LIBERO's `libero_object` suite (`SceneSpec.libero`) with two edits a program may make — where the
+task of LIBERO's `libero_object` suite (`SceneSpec.libero`) with three edits a program may make — where the
 item starts (`start`: in its own region, or swapped with another item's, LIBERO-Pro's kind of position
-change) and the instruction's words (`wording`: the task file's own, or one of our paraphrases). In
-distribution an item starts in its own region or its first partner's and the instruction is the file's or
-the first paraphrase (two seen values each: a variant, a control, can move either); the other partners
-and paraphrases are the out-of-distribution shell. LIBERO
-builds the scene from the installed package's BDDL (`sim.libero.world.libero_scene`) and samples each
-object's start inside its region from the scene's seed. The swap partners exclude the one LIBERO-Pro's
-`libero_object_swap` file uses for the task, and the paraphrases are not `libero_object_lan`'s wording: the
-benchmark's own perturbations stay held out (`experiments.libero_coda.layouts` computed the table below).
+change; `shift`: that region moved 5 cm on the floor) and the instruction's words (`wording`: the task
+file's own, or one of our paraphrases). In distribution an item starts in its own region or its first
+partner's, unmoved or moved one way, and the instruction is the file's or the first paraphrase (two seen
+values each: a variant, a control, can move either); the other partners, directions and paraphrases are
+the out-of-distribution shell. LIBERO builds the scene from the installed package's BDDL
+(`sim.libero.world.libero_scene`) and samples each object's start inside its region from the scene's seed.
+The swap partners exclude the one LIBERO-Pro's `libero_object_swap` file uses for the task, and the
+paraphrases are not `libero_object_lan`'s wording: the benchmark's own perturbations stay held out
+(`experiments.libero_coda.layouts` computed the table below). LIBERO-Pro's object perturbation (a
+recoloured or resized item) is not an edit here: LIBERO ships one such variant for most items, and it is
+the one the benchmark uses.
 Sandbox-clean subset: numpy and `sim.scene` only, no `str.format`; `FACTORS` is read as a literal.
 """
 
@@ -54,6 +57,8 @@ TASKS = {
                      "Pick the orange juice and place it in the basket",
                      ("bbq_sauce_1", "butter_1", "ketchup_1", "salad_dressing_1")),
 }
+SHIFTS = {"none": None, "plus_y": (0.0, 0.05), "minus_y": (0.0, -0.05), "plus_x": (0.05, 0.0),
+          "minus_x": (-0.05, 0.0)}  # m, the item's start region moved on the floor (a region's width)
 PARAPHRASES = {"put": "put the {obj} into the basket", "needs": "the basket needs the {obj} in it",
                "grab": "grab the {obj} and drop it in the basket"}
 FACTORS = (
@@ -68,6 +73,10 @@ FACTORS = (
      "ood_choices": ("swap2", "swap3", "swap4"), "kind": "subject_pos",
      "doc": "the item starts in its own region or in its k-th swap partner's (which takes the item's); "
             "partners 2-4 are unseen"},
+    {"name": "shift", "group": "spatial", "type": "choice", "default": "none", "choices": ("none", "plus_y"),
+     "ood_choices": ("minus_y", "plus_x", "minus_x"), "kind": "subject_pos",
+     "doc": "the region the item starts in (after any swap) moved 5 cm along the floor's x or y axis, or "
+            "not; three of the four directions are unseen"},
 )
 
 
@@ -76,8 +85,9 @@ def generate(rng: np.random.Generator, **factors) -> SceneSpec:
     v = factor_values(FACTORS, factors)
     task, subject, words, partners = TASKS[v["task"]]
     swap = None if v["start"] == "own" else partners[int(v["start"][4:]) - 1]
+    move = SHIFTS[v["shift"]]
     item = v["task"].replace("_", " ")
     text = words if v["wording"] == "bddl" else fill(PARAPHRASES[v["wording"]], obj=item)
     return SceneSpec(family=FAMILY, instruction=text, objects=(),
                      goal=(Predicate(fn="inside", args=(subject, TARGET)),), factors=grouped(FACTORS, v),
-                     max_steps=280, libero=LiberoRef(suite=SUITE, task=task, swap=swap))
+                     max_steps=280, libero=LiberoRef(suite=SUITE, task=task, swap=swap, move=move))
