@@ -513,11 +513,11 @@ PRESETS.register("quickstart", RunConfig(
 
 
 # CoDA on LIBERO-Object in LIBERO's own world (`sim/families/libero_object/`, issue #14): the item starts in
-# its own region or swapped with another's, the instruction in the task file's words or a paraphrase. Seed
-# demonstrations are DART-style expert runs (`sim.libero.episode`: without them the policy does not close
-# the loop, FINDINGS #21), about ten per task as in #21 (its 107 gave 28/50; four per task gave 0 of 5
-# held-out scenes in the first run of this preset); one round at a small budget. The family has one
-# spatial factor and no attribute one, so a control may also move a task factor (the words, the item).
+# its own region or swapped with another's, that region moved or not, the instruction in the task file's
+# words or a paraphrase. Seed demonstrations are DART-style expert runs (`sim.libero.episode`: without them
+# the policy does not close the loop, FINDINGS #21), about ten per task as in #21 (its 107 gave 28/50; four
+# per task gave 0 of 5 held-out scenes in the first run of this preset); one round at a small budget. The
+# family has no attribute factor, so a control may also move a task factor (the words, the item).
 PRESETS.register("libero", RunConfig(
     preset="libero", families=("libero_object",), rounds=1, budget=4, held=1, max_arms=3, max_retries=2,
     seed_demos=100, diagnose_max=2, verify_n=6, eval_id=5, eval_ood=5, variants=2, variant_factors=3,

@@ -183,3 +183,36 @@ def test_each_scene_s_dart_demonstration_draws_its_own_noise():
     assert np.array_equal(draws(a, 0), draws(a, 0))  # a scene's demonstration is reproducible
     assert not np.allclose(draws(a, 0), draws(b, 0))  # another scene drifts its own way
     assert not np.allclose(draws(a, 0), draws(a, 1))  # and so does another try
+
+
+def test_the_loop_s_training_features_are_the_ones_a_policy_sees_acting():
+    """A LIBERO episode's recorded states through `ChunkDataset` (how the loop trains) give the features
+    `featurize_libero` gives live at each step (how every LIBERO policy acts) — FINDINGS #37 checked this
+    on a whole demonstration before blaming the data."""
+    import tempfile
+
+    from coda_policy.dataset import ChunkDataset
+    from coda_policy.libero_features import featurize_libero, reader
+    from common.text import default_embedder
+    from sim.libero.episode import libero_env, run_libero_episode
+
+    spec = FAM.make_scene({"task": {"task": "butter", "wording": "put"}}, 11)
+    ep = run_libero_episode(spec, max_steps=12)
+    emb = default_embedder()
+    recorded = ChunkDataset([ep], 8, embedder=emb).features[0]
+    live = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = libero_env(spec, tmp)
+        try:
+            env.reset(seed=int(spec.seed))
+            read = reader(env)
+            for a in ep.actions:
+                live.append(featurize_libero(read, spec.instruction, emb))
+                env.step(a)
+            live.append(featurize_libero(read, spec.instruction, emb))
+        finally:
+            env.close()
+    assert len(recorded) == len(live) == 13
+    for r, x in zip(recorded, live, strict=True):
+        for key in ("robot", "objects", "text"):
+            assert np.allclose(r[key], x[key], atol=1e-5), key
