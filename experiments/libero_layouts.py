@@ -15,8 +15,7 @@ in its fourth partner's (`swap4`, a region neither arm's item starts in). The fo
 LIBERO-Pro's `libero_object_swap` uses (`sim.families.libero_object.scene`), so the benchmark's layout stays
 held out. With `--own-arm`, a third arm of as many new demonstrations with every item in its own region and
 the file's words — the standalone SFT's kind of data (FINDINGS #21); `--arms` picks which arms run (e.g.
-`--arms own`). Demonstrations, policies and
-`results.json` land under `--out`; a rerun keeps what is there.
+`--arms own`). Demonstrations, policies and `results.json` land under `--out`; a rerun keeps what is there.
 """
 
 from __future__ import annotations
@@ -97,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.demos < 2 or a.per_task < 1 or a.workers < 1:
         ap.error("--demos must be >= 2, --per-task and --workers >= 1")
-    wanted = ["two", "four"] + (["own"] if a.own_arm else []) if a.arms is None else \
-        [x.strip() for x in a.arms.split(",") if x.strip()]
+    if a.arms is None:
+        wanted = ["two", "four", "own"] if a.own_arm else ["two", "four"]
+    else:
+        wanted = [x.strip() for x in a.arms.split(",") if x.strip()]
     if not wanted or any(x not in ARMS for x in wanted):
         ap.error(f"--arms {a.arms}: choose from {', '.join(ARMS)}")
     from experiments.libero_loop_sft import dev_episode, scored, seed_demos

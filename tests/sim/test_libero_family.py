@@ -14,6 +14,23 @@ from sim.libero.world import libero_scene, task_bddl
 FAM = get_family("libero_object")
 
 
+def _starts(spec, seed: int) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Where LIBERO starts the scene's objects for `seed` (positions, and the objects in that order)."""
+    import tempfile
+
+    from sim.libero.episode import libero_env
+    from sim.libero.world import LiberoReader
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = libero_env(spec, tmp)
+        try:
+            env.reset(seed=seed)
+            read = LiberoReader(env)
+            return read.read().obj_pos, read.objects
+        finally:
+            env.close()
+
+
 def test_the_task_table_is_what_the_package_says_and_holds_out_libero_pros_swap_partner():
     from experiments.libero_coda import layouts
 
@@ -47,11 +64,6 @@ def test_a_swap_moves_the_item_into_its_partners_region_and_a_paraphrase_rewords
 
 
 def test_a_shift_moves_the_item_s_start_region_and_the_item_starts_there():
-    import tempfile
-
-    from sim.libero.episode import libero_env
-    from sim.libero.world import LiberoReader
-
     plain, moved = (FAM.make_scene({"task": {"task": "milk"}, "spatial": {"start": "swap1", "shift": s}}, 7)
                     for s in ("none", "minus_x"))
     assert moved.libero.move == (-0.05, 0.0) and plain.libero.move is None
@@ -60,14 +72,8 @@ def test_a_shift_moves_the_item_s_start_region_and_the_item_starts_there():
     assert np.allclose(np.subtract(after.ranges, before.ranges), [[-0.05, 0.0, -0.05, 0.0]])
     x = []
     for spec in (plain, moved):
-        with tempfile.TemporaryDirectory() as tmp:
-            env = libero_env(spec, tmp)
-            try:
-                env.reset(seed=7)
-                read = LiberoReader(env)
-                x.append(read.read().obj_pos.reshape(-1, 3)[read.objects.index("milk_1")])
-            finally:
-                env.close()
+        pos, names = _starts(spec, 7)
+        x.append(pos.reshape(-1, 3)[names.index("milk_1")])
     assert 0.02 < x[0][0] - x[1][0] < 0.08  # a 5 cm shift of a 5 cm region: the item moved along -x
 
 
@@ -111,21 +117,8 @@ def test_validity_in_libero_keeps_a_demonstration_and_names_what_fails():
 
 
 def test_a_scene_and_its_seed_fix_libero_s_sampled_start():
-    import tempfile
-
-    from sim.libero.episode import libero_env
-    from sim.libero.world import LiberoReader
-
     spec = FAM.seed_scenes()[3]
-    starts = []
-    for seed in (spec.seed, spec.seed, spec.seed + 1):
-        with tempfile.TemporaryDirectory() as tmp:
-            env = libero_env(spec, tmp)
-            try:
-                env.reset(seed=seed)
-                starts.append(LiberoReader(env).read().obj_pos)
-            finally:
-                env.close()
+    starts = [_starts(spec, seed)[0] for seed in (spec.seed, spec.seed, spec.seed + 1)]
     assert np.allclose(starts[0], starts[1]) and not np.allclose(starts[0], starts[2])
 
 
