@@ -15,7 +15,12 @@ in its fourth partner's (`swap4`, a region neither arm's item starts in). The fo
 LIBERO-Pro's `libero_object_swap` uses (`sim.families.libero_object.scene`), so the benchmark's layout stays
 held out. With `--own-arm`, a third arm of as many new demonstrations with every item in its own region and
 the file's words — the standalone SFT's kind of data (FINDINGS #21); `--arms` picks which arms run (e.g.
-`--arms own`). Demonstrations, policies and `results.json` land under `--out`; a rerun keeps what is there.
+`--arms own`). Two more arms separate the loop's data from its variation (FINDINGS #39): `two_dart`, the
+run's first `--demos` successful seed demonstrations that are DART runs (the loop keeps the clean expert
+run when no noisy try succeeds), and `mixed`, as many new DART demonstrations collected here at the
+loop's in-distribution variation (`MIXED`: own or `swap1` start, moved or not, the file's words or the
+first paraphrase, in turn; seeds 87,000 + k). Demonstrations, policies and `results.json` land under
+`--out`; a rerun keeps what is there.
 """
 
 from __future__ import annotations
@@ -30,23 +35,37 @@ FAMILY = "libero_object"
 NEW_STARTS = ("swap2", "swap3")
 EVAL_STARTS = ("own", "swap4")
 DEMO_SEED0 = 80_000  # new demonstrations: past the loop's scene seeds, before the dev scenes
-ARMS = ("two", "four", "own")
+ARMS = ("two", "two_dart", "four", "own", "mixed")
 OWN_SEED0 = 85_000  # the `own` arm's demonstrations
+MIXED_SEED0 = 87_000  # the `mixed` arm's demonstrations
+# the family's in-distribution layouts, as the loop's seed scenes draw them (start × shift × wording)
+MIXED = tuple({"spatial": {"start": start, "shift": shift}, "task": {"wording": wording}}
+              for start in ("own", "swap1") for shift in ("none", "plus_y") for wording in ("bddl", "put"))
 DEV_SEED0 = 90_000  # as experiments.libero_loop_sft
 
 
-def demo_job(args: tuple[str, str, int, str]) -> dict[str, Any]:
-    """A DART demonstration of `task` with the item at `start` (scene seed `seed`), saved under `out` when
-    one of three noisy tries succeeds."""
-    task, start, seed, out = args
+def layout_name(layout: dict[str, dict[str, str]]) -> str:
+    """A layout's values in a file name: `own`, or `swap1-plus_y-put` (start, then shift and wording when
+    given)."""
+    sp, words = layout.get("spatial", {}), layout.get("task", {})
+    vals = [sp["start"]] + [v for v in (sp.get("shift"), words.get("wording")) if v is not None]
+    return "-".join(vals)
+
+
+def demo_job(args: tuple[str, dict[str, dict[str, str]], int, str]) -> dict[str, Any]:
+    """A DART demonstration of `task` in `layout` (factor choices by group; scene seed `seed`), saved under
+    `out` when one of three noisy tries succeeds."""
+    task, layout, seed, out = args
     from sim.families import get_family
     from sim.libero.episode import DART_NOISE, run_libero_episode
 
-    path = Path(out) / f"demo_{task}_{start}_{seed}"
+    name = layout_name(layout)
+    path = Path(out) / f"demo_{task}_{name}_{seed}"
+    row = {"task": task, "start": name, "seed": seed, "path": str(path.with_suffix(".npz"))}
     if path.with_suffix(".json").exists():
-        return {"task": task, "start": start, "seed": seed, "path": str(path.with_suffix(".npz")),
-                "success": json.loads(path.with_suffix(".json").read_text())["success"]}
-    spec = get_family(FAMILY).make_scene({"task": {"task": task}, "spatial": {"start": start}}, seed)
+        return row | {"success": json.loads(path.with_suffix(".json").read_text())["success"]}
+    choices = {"task": {"task": task, **layout.get("task", {})}, "spatial": dict(layout["spatial"])}
+    spec = get_family(FAMILY).make_scene(choices, seed)
     ep = None
     for k in range(3):
         ep = run_libero_episode(spec, dart_noise=DART_NOISE, noise_seed=k)
@@ -54,13 +73,13 @@ def demo_job(args: tuple[str, str, int, str]) -> dict[str, Any]:
             break
     assert ep is not None
     ep.save(path)
-    return {"task": task, "start": start, "seed": seed, "path": str(path.with_suffix(".npz")),
-            "success": bool(ep.success)}
+    return row | {"success": bool(ep.success)}
 
 
-def collect(n: int, starts: tuple[str, ...], seed0: int, out: Path, workers: int) -> tuple[list[Path], int]:
-    """`n` successful new demonstrations (tasks in turn, `starts` alternating, scene seeds `seed0` + k), and
-    how many scenes it took."""
+def collect(n: int, layouts: tuple[dict[str, dict[str, str]], ...], seed0: int, out: Path,
+            workers: int) -> tuple[list[Path], int]:
+    """`n` successful new demonstrations (tasks in turn, `layouts` in turn after each round of tasks, scene
+    seeds `seed0` + k), and how many scenes it took."""
     from experiments.liberopro import spawn_map
     from sim.families.libero_object.scene import TASKS
 
@@ -71,7 +90,7 @@ def collect(n: int, starts: tuple[str, ...], seed0: int, out: Path, workers: int
     while len(kept) < n:
         batch = []
         for j in range(k, k + 2 * max(workers, 1) * 4):
-            batch.append((tasks[j % len(tasks)], starts[(j // len(tasks)) % len(starts)], seed0 + j,
+            batch.append((tasks[j % len(tasks)], layouts[(j // len(tasks)) % len(layouts)], seed0 + j,
                           str(out)))
         k += len(batch)
         for r in spawn_map(demo_job, batch, workers):
@@ -79,6 +98,21 @@ def collect(n: int, starts: tuple[str, ...], seed0: int, out: Path, workers: int
                 kept.append(Path(r["path"]))
         print(f"  demonstrations: {len(kept)}/{n} kept of {k} scenes", flush=True)
     return kept, k
+
+
+def starts(names: tuple[str, ...]) -> tuple[dict[str, dict[str, str]], ...]:
+    """Layouts that set only where the item starts."""
+    return tuple({"spatial": {"start": x}} for x in names)
+
+
+def dart_only(run: Path, n: int) -> list[Path]:
+    """The run's first `n` successful seed demonstrations (by name) that are DART runs."""
+    found = sorted((run / "episodes" / "round_00").glob("demo_*.npz"))
+    meta = {p: json.loads(p.with_suffix(".json").read_text()) for p in found}
+    ok = [p for p in found if meta[p]["success"] and meta[p]["policy"].startswith("expert_dart")][:n]
+    if len(ok) < n:
+        raise FileNotFoundError(f"{run}: {len(ok)} successful DART seed demonstrations, --demos asks {n}")
+    return ok
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--own-arm", action="store_true",
                     help="a third arm: as many new demonstrations, every item in its own region")
     ap.add_argument("--arms", default=None,
-                    help="comma-separated, of two, four, own (default: two,four, and own with --own-arm)")
+                    help="comma-separated, of two, two_dart, four, own, mixed (default: two,four, and own "
+                         "with --own-arm)")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
@@ -107,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = json.loads((a.run / "config.json").read_text())
         run_demos = seed_demos(a.run, a.demos)
+        run_dart = dart_only(a.run, a.demos) if "two_dart" in wanted else []
     except FileNotFoundError as e:
         print(f"error: {e} (give a run directory of `agents.run --preset libero`)", file=sys.stderr)
         return 2
@@ -124,13 +160,20 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"run": str(a.run), "demos_per_arm": a.demos, "dev_seeds_from": DEV_SEED0,
                                "eval_starts": list(EVAL_STARTS)}
     if "four" in wanted:
-        new, tried = collect(a.demos - half, NEW_STARTS, DEMO_SEED0, a.out / "demos", a.workers)
+        new, tried = collect(a.demos - half, starts(NEW_STARTS), DEMO_SEED0, a.out / "demos", a.workers)
         arms["four"] = run_demos[:half] + new
         results["new_demos"] = {"kept": len(new), "scenes": tried, "starts": list(NEW_STARTS)}
     if "own" in wanted:  # the standalone's kind of data: one layout per task, the file's words (FINDINGS #21)
-        own, tried = collect(a.demos, ("own",), OWN_SEED0, a.out / "demos_own", a.workers)
+        own, tried = collect(a.demos, starts(("own",)), OWN_SEED0, a.out / "demos_own", a.workers)
         arms["own"] = own
         results["own_demos"] = {"kept": len(own), "scenes": tried, "starts": ["own"]}
+    if "two_dart" in wanted:  # the loop's own demonstrations without its clean-expert fallbacks
+        arms["two_dart"] = run_dart
+    if "mixed" in wanted:  # the loop's variation, collected as the `own` arm is
+        mixed, tried = collect(a.demos, MIXED, MIXED_SEED0, a.out / "demos_mixed", a.workers)
+        arms["mixed"] = mixed
+        results["mixed_demos"] = {"kept": len(mixed), "scenes": tried,
+                                  "layouts": [layout_name(x) for x in MIXED]}
     trainer = PolicyTrainer(get_preset("libero").learn)
     done = json.loads((a.out / "results.json").read_text()) if (a.out / "results.json").exists() else {}
     for arm, demos in arms.items():
