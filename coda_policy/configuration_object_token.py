@@ -38,6 +38,12 @@ class ObjectTokenConfig:
     # development scenes it did not help at 100 demonstrations (FINDINGS #35). A checkpoint saved without
     # it loads with it off
     grounding: bool = False
+    # weight of an auxiliary loss during training: from the encoder's object tokens, a linear head names
+    # the token of the item the scene's goal is about (cross-entropy against the goal's first argument;
+    # `ChunkDataset(targets=True)`). Nothing at acting time reads it: it asks the encoder to carry which
+    # token the words name, which flow matching alone did not teach on LIBERO-Object (FINDINGS #39).
+    # 0 = off (no head; checkpoints without it load unchanged)
+    target_loss: float = 0.0
     # most object / fixture tokens a scene may have (`encode` raises beyond it)
     max_objects: int = 16
     # Euler integration steps of the flow when sampling
@@ -65,6 +71,8 @@ class ObjectTokenConfig:
             raise ValueError(f"n_heads={self.n_heads} must divide d_model={self.d_model}")
         if not 1 <= self.execute <= self.chunk:
             raise ValueError(f"execute={self.execute} must be in [1, chunk={self.chunk}]")
+        if self.target_loss < 0:
+            raise ValueError(f"target_loss must be >= 0, got {self.target_loss}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 

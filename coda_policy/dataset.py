@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from coda_policy.features import collate, featurize
+from coda_policy.features import collate, featurize, token_names
 from coda_policy.normalize import NormStats
 from common.text import TextEmbedder, default_embedder
 from sim.episode import Episode
@@ -51,6 +51,14 @@ class ChunkData:
     chunks: int
 
 
+def goal_token(state: WorldState, spec: Any) -> int:
+    """Index among the state's tokens (`featurize`'s order) of the object the scene's first goal predicate
+    is about, or -1 when that is no object token (a region or handle, say)."""
+    subject = str(spec.goal[0].args[0])
+    names = [n for n, kind in token_names(state) if kind == "object"]
+    return names.index(subject) if subject in names else -1
+
+
 def episode_paths(root: str | Path) -> list[Path]:
     """Episode files under `root`: a run directory (its `episodes/**`), an episodes folder, or one .npz."""
     root = Path(root)
@@ -79,6 +87,7 @@ class ChunkDataset(Dataset):
         only_success: bool = False,
         embedder: TextEmbedder | None = None,
         grounding: bool = False,
+        targets: bool = False,
     ) -> None:
         self.chunk, self.with_next = chunk, with_next
         self.episodes = [e for e in episodes if e.success or not only_success]
@@ -87,6 +96,10 @@ class ChunkDataset(Dataset):
             [featurize(s, ep.scene.instruction, ep.scene, emb, grounding) for s in ep.states]
             for ep in self.episodes
         ]
+        if targets:  # each state's label for the policy's auxiliary target loss
+            for ep, feats in zip(self.episodes, self.features, strict=True):
+                for s, f in zip(ep.states, feats, strict=True):
+                    f["target"] = np.int64(goal_token(s, ep.scene))
         self.refs = [r for e, ep in enumerate(self.episodes) for r in self._refs(e, ep)]
 
     @classmethod

@@ -94,7 +94,8 @@ def grounding_scores(words: Sequence[str], text: np.ndarray, embedder: TextEmbed
     return cos.astype(np.float32)[:, None]
 
 
-def _names(s: WorldState) -> list[tuple[str, str]]:
+def token_names(s: WorldState) -> list[tuple[str, str]]:
+    """(name, kind) of each token `featurize` makes from a state, in its order: objects first."""
     L = s.layout
     return ([(n, "object") for n in L.objects] + [(n, "region") for n in L.regions]
             + [(n, "handle") for n in L.handles])
@@ -102,7 +103,7 @@ def _names(s: WorldState) -> list[tuple[str, str]]:
 
 def _tokens(s: WorldState, scene: _Scene, embedder: TextEmbedder) -> np.ndarray:
     L = s.layout
-    names = _names(s)
+    names = token_names(s)
     if not names:
         return np.zeros((0, OBJ_DIM), np.float32)
     eye6 = _rot6(np.eye(3))
@@ -160,7 +161,7 @@ def featurize(
     scene = _Scene(spec)
     objects, text_emb = _tokens(state, scene, emb), emb.embed(text)
     if grounding:
-        words = [scene.category(n, k) for n, k in _names(state)]
+        words = [scene.category(n, k) for n, k in token_names(state)]
         objects = np.concatenate([objects, grounding_scores(words, text_emb, emb)], axis=1)
     return {
         "robot": robot.astype(np.float32),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from coda_policy.configuration_object_token import ObjectTokenConfig
@@ -86,6 +87,8 @@ class ObjectTokenPolicy(nn.Module):
         self.decoder = nn.TransformerDecoder(layer(nn.TransformerDecoderLayer), c.n_decoder_layers)
         self.dec_norm = nn.LayerNorm(d)
         self.act_out = nn.Linear(d, c.action_dim)
+        if c.target_loss > 0:  # which object token the goal names (a training signal only)
+            self.target_head = nn.Linear(d, 1)
 
     # ---- encoder ---------------------------------------------------------------------------------
     def encode(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
@@ -130,12 +133,27 @@ class ObjectTokenPolicy(nn.Module):
         w = torch.ones_like(per) if weights is None else weights.to(per).reshape(B)
         loss = (w * per).mean()
         metrics = {
-            "loss": float(loss.detach()),
             "flow_mse": float(per.detach().mean()),
             "weight_mean": float(w.mean()),
             "weight_max": float(w.max()),
         }
+        if self.config.target_loss > 0 and "target" in batch:
+            loss = loss + self._target_loss(tokens, mask, batch["target"], metrics)
+        metrics["loss"] = float(loss.detach())
         return loss, metrics
+
+    def _target_loss(self, tokens: Tensor, mask: Tensor, target: Tensor, metrics: dict[str, float]) -> Tensor:
+        """`target_loss` × cross-entropy of the goal's object token over the real object tokens (samples
+        whose goal names no object token, target -1, are left out)."""
+        logits = self.target_head(tokens[:, 3:]).squeeze(-1).masked_fill(~mask[:, 3:], float("-inf"))
+        target = target.long().reshape(-1)
+        known = target >= 0
+        if not bool(known.any()):
+            return tokens.new_zeros(())
+        ce = F.cross_entropy(logits[known], target[known])
+        metrics["target_ce"] = float(ce.detach())
+        metrics["target_acc"] = float((logits[known].argmax(-1) == target[known]).float().mean())
+        return self.config.target_loss * ce
 
     # ---- inference -------------------------------------------------------------------------------
     @torch.no_grad()
@@ -181,7 +199,7 @@ class ObjectTokenPolicy(nn.Module):
     def chunk_data(self, episodes: Sequence[Episode]) -> ChunkData:
         """Training chunks of the successful `episodes` (one per recorded state) with their statistics."""
         ds = ChunkDataset(episodes, self.config.chunk, only_success=True, embedder=self.embedder,
-                          grounding=self.config.grounding)
+                          grounding=self.config.grounding, targets=self.config.target_loss > 0)
         if not len(ds):
             raise ValueError(f"no successful demonstration among {len(episodes)} episodes")
         return ChunkData(ds.tensors(), ds.stats(), len(ds.episodes), len(ds))

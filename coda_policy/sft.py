@@ -167,7 +167,7 @@ def train(
     ema = _Ema(policy, cfg.ema) if cfg.ema > 0 else None
     gen = torch.Generator().manual_seed(pc.seed)
     torch.manual_seed(pc.seed)
-    keys = (*policy.input_keys, "actions")
+    keys = (*policy.input_keys, "actions", *(["target"] if "target" in data else []))  # target: an aux label
     policy.train()
     t0, c0 = time.perf_counter(), time.process_time()
     for step in range(cfg.steps):
@@ -229,7 +229,7 @@ def _progress(console: Any) -> Any:
 def fit(cfg: SFTConfig, demo_dir: Path, bar: Any) -> tuple[Any, ChunkDataset, dict[str, float], list[dict]]:
     """Dataset from the successful demos, statistics, training; logs to `<run>/sft_metrics.jsonl` live."""
     dataset = ChunkDataset(load_episodes(demo_dir), cfg.policy.chunk, only_success=True,
-                           grounding=cfg.policy.grounding)
+                           grounding=cfg.policy.grounding, targets=getattr(cfg.policy, "target_loss", 0) > 0)
     if not len(dataset):
         raise RuntimeError(f"no successful demos under {demo_dir}")
     policy = make_policy(cfg.policy)

@@ -7,7 +7,8 @@ protocol's suites: a choice made here must not be made on the numbers it is repo
         --out runs/libero_ab
 
 Variants: `plain` (the preset's SFT as the loop runs it), `ema` (weights averaged at 0.999, as
-`experiments.libero_sft` trains), `grounding` (`ObjectTokenConfig.grounding`), `standalone` (every setting
+`experiments.libero_sft` trains), `grounding` (`ObjectTokenConfig.grounding`), `target` (the auxiliary loss
+`ObjectTokenConfig.target_loss`, weight 1: name the goal's item among the tokens), `standalone` (every setting
 `experiments.libero_sft` trains and samples with: EMA 0.999, warm-up 50 steps, 10 flow steps).
 `--demos-from DIR` trains on that directory's successful `demo_*.npz` instead of the run's seed ones.
 Every variant trains on the same demonstrations (the first `--demos` successful ones, by file name) and
@@ -24,7 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-VARIANTS = ("plain", "ema", "grounding", "standalone")
+VARIANTS = ("plain", "ema", "grounding", "target", "standalone")
+TARGET_LOSS = 1.0  # the `target` variant's auxiliary loss weight (one value, not tuned)
 DEV_SEED0 = 90_000  # the family's dev scenes: past the loop's held-out seeds and its generators' draws
 
 
@@ -45,7 +47,8 @@ def train_variant(variant: str, demos: list[Path], out: Path) -> dict[str, Any]:
 
     lc = get_preset("libero").learn
     if variant not in ("ema", "standalone"):
-        pc = dataclasses.replace(lc.policy, grounding=variant == "grounding")
+        pc = dataclasses.replace(lc.policy, grounding=variant == "grounding",
+                                 target_loss=TARGET_LOSS if variant == "target" else 0.0)
         return PolicyTrainer(dataclasses.replace(lc, policy=pc)).bootstrap(demos, out)
     import torch
 

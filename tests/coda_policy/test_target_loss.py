@@ -1,0 +1,64 @@
+"""The auxiliary target loss (`ObjectTokenConfig.target_loss`): each training state is labelled with the
+token of the item its goal is about, the loss teaches a head to name it, a policy trained with it acts,
+saves and loads, and without the option nothing changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from coda_policy.dataset import ChunkDataset, goal_token
+from coda_policy.features import token_names
+from coda_policy.registry import load_policy, make_config, make_policy
+from sim.episode import make_observation, run_episode
+from sim.families import get_family
+from sim.scene import Predicate
+
+SMALL = {"d_model": 32, "n_layers": 1, "n_decoder_layers": 1, "n_heads": 2, "batch_size": 8}
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return run_episode(get_family("pick_place").sample_scene(0))
+
+
+def test_each_state_is_labelled_with_the_goal_s_item(demo):
+    subject = str(demo.scene.goal[0].args[0])
+    ds = ChunkDataset([demo], 8, targets=True)
+    for s, f in zip(demo.states, ds.features[0], strict=True):
+        assert token_names(s)[int(f["target"])] == (subject, "object")
+    assert "target" not in ChunkDataset([demo], 8).features[0][0]
+    elsewhere = demo.scene.model_copy(update={"goal": (Predicate(fn="inside", args=("no_such_item", "x")),)})
+    assert goal_token(demo.states[0], elsewhere) == -1  # a goal about no object token: no label
+
+
+def test_the_head_learns_to_name_the_item_and_the_policy_round_trips(demo, tmp_path):
+    ds = ChunkDataset([demo], 8, targets=True)
+    policy = make_policy(make_config("object_token", target_loss=1.0, **SMALL))
+    policy.set_stats(ds.stats())
+    batch = ds.batch(range(len(ds)))
+    opt = torch.optim.AdamW(policy.parameters(), lr=3e-3)
+    first = None
+    for _ in range(60):
+        loss, m = policy(batch)
+        first = first if first is not None else m["target_ce"]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert m["target_ce"] < first / 4 and m["target_acc"] == 1.0
+    loaded = load_policy(policy.save(tmp_path / "t.pt"))
+    assert loaded.config.target_loss == 1.0
+    act = loaded.bind(demo.scene)(make_observation(demo.scene, demo.states[0], 0))
+    assert act.shape == (loaded.config.execute, 7) and np.isfinite(act).all()
+
+
+def test_without_the_option_a_labelled_batch_trains_as_before(demo):
+    ds = ChunkDataset([demo], 8, targets=True)
+    plain = make_policy(make_config("object_token", **SMALL))
+    plain.set_stats(ds.stats())
+    assert not hasattr(plain, "target_head")
+    _, m = plain(ds.batch(range(8)))
+    assert "target_ce" not in m
+    with pytest.raises(ValueError, match="target_loss must be >= 0"):
+        make_config("object_token", target_loss=-1.0)
