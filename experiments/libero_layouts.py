@@ -4,7 +4,8 @@ policy learned the two places an item starts in, own and its first swap partner'
 
     python -m experiments.libero_layouts --run runs/libero_s31 --out runs/libero_layouts --workers 2
 
-Two arms, the same number of demonstrations and the same SFT (the libero preset's bootstrap):
+Two arms, the same number of demonstrations and the same SFT (the libero preset's bootstrap without its
+auxiliary target loss, as FINDINGS #36-#38 ran it):
 - `two`: the run's first `--demos` successful seed demonstrations (own and `swap1` starts, as the loop
   trained);
 - `four`: the first half of those plus as many new DART demonstrations (`sim.libero.episode`, σ 0.3, up to
@@ -26,6 +27,7 @@ first paraphrase, in turn; seeds 87,000 + k). Demonstrations, policies and `resu
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -174,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         arms["mixed"] = mixed
         results["mixed_demos"] = {"kept": len(mixed), "scenes": tried,
                                   "layouts": [layout_name(x) for x in MIXED]}
-    trainer = PolicyTrainer(get_preset("libero").learn)
+    learn = get_preset("libero").learn  # the bootstrap as FINDINGS #36-#38 ran it: no auxiliary target loss
+    plain = dataclasses.replace(learn.policy, target_loss=0.0)
+    trainer = PolicyTrainer(dataclasses.replace(learn, policy=plain))
     done = json.loads((a.out / "results.json").read_text()) if (a.out / "results.json").exists() else {}
     for arm, demos in arms.items():
         path = a.out / f"{arm}.pt"

@@ -6,7 +6,8 @@ protocol's suites: a choice made here must not be made on the numbers it is repo
     python -m experiments.libero_loop_sft --run runs/libero_s31 --variants plain,ema,grounding \
         --out runs/libero_ab
 
-Variants: `plain` (the preset's SFT as the loop runs it), `ema` (weights averaged at 0.999, as
+Variants: `plain` (the preset's SFT without the auxiliary target loss, as the loop ran it through FINDINGS
+#38), `ema` (weights averaged at 0.999, as
 `experiments.libero_sft` trains), `grounding` (`ObjectTokenConfig.grounding`), `target` (the auxiliary loss
 `ObjectTokenConfig.target_loss`, weight 1: name the goal's item among the tokens), `standalone` (every setting
 `experiments.libero_sft` trains and samples with: EMA 0.999, warm-up 50 steps, 10 flow steps).
