@@ -37,6 +37,11 @@ ROWS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
      ("coda_round1_libero_object.json",)),
     ("libero_object", "seed policy + 1 round on the tasks' own scenes", "the control: the same demonstration "
      "budget, no generated scene (`--arm original`)", ("original_round1_libero_object.json",)),
+    ("libero_object", "SFT with the auxiliary target loss (the libero preset's bootstrap since FINDINGS #39)",
+     "the loop's 300 seed demonstrations of `libero_s34` (eight layouts per task), 1,500 steps; "
+     "`experiments.libero_loop_sft --variants target`",
+     ("loop/libero_s34/sft300_target_none.json", "loop/libero_s34/sft300_target_position.json",
+      "loop/libero_s34/sft300_target_instruction.json", "loop/libero_s34/sft300_target_task.json")),
     ("libero_spatial", "scripted expert", "privileged state, no learning (`--policy expert`)",
      ("expert_libero_spatial.json", "expert_libero_spatial_position.json")),
     ("libero_spatial", "SFT, plain demonstrations", "75 expert demonstrations, 1,500 steps (FINDINGS #19)",
