@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -23,6 +23,9 @@ from coda_policy.normalize import NormStats
 from common.text import TextEmbedder, default_embedder
 from sim.episode import Episode
 from sim.world import WorldState
+
+if TYPE_CHECKING:
+    from sim.scene import SceneSpec
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ class ChunkData:
     chunks: int
 
 
-def goal_token(state: WorldState, spec: Any) -> int:
+def goal_token(state: WorldState, spec: SceneSpec) -> int:
     """Index among the state's tokens (`featurize`'s order) of the object the scene's first goal predicate
     is about, or -1 when that is no object token (a region or handle, say)."""
     subject = str(spec.goal[0].args[0])

@@ -229,7 +229,7 @@ def _progress(console: Any) -> Any:
 def fit(cfg: SFTConfig, demo_dir: Path, bar: Any) -> tuple[Any, ChunkDataset, dict[str, float], list[dict]]:
     """Dataset from the successful demos, statistics, training; logs to `<run>/sft_metrics.jsonl` live."""
     dataset = ChunkDataset(load_episodes(demo_dir), cfg.policy.chunk, only_success=True,
-                           grounding=cfg.policy.grounding, targets=getattr(cfg.policy, "target_loss", 0) > 0)
+                           grounding=cfg.policy.grounding, targets=cfg.policy.target_loss > 0)
     if not len(dataset):
         raise RuntimeError(f"no successful demos under {demo_dir}")
     policy = make_policy(cfg.policy)
