@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from experiments.libero_loop_sft import DEV_SEED0
+
 FAMILY = "libero_object"
-DEV_SEED0 = 90_000  # as experiments.libero_loop_sft
 
 
 def approach(args: tuple[str, int, int]) -> dict[str, Any]:

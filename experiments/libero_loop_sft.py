@@ -7,10 +7,10 @@ protocol's suites: a choice made here must not be made on the numbers it is repo
         --out runs/libero_ab
 
 Variants: `plain` (the preset's SFT without the auxiliary target loss, as the loop ran it through FINDINGS
-#38), `ema` (weights averaged at 0.999, as
-`experiments.libero_sft` trains), `grounding` (`ObjectTokenConfig.grounding`), `target` (the auxiliary loss
-`ObjectTokenConfig.target_loss`, weight 1: name the goal's item among the tokens), `standalone` (every setting
-`experiments.libero_sft` trains and samples with: EMA 0.999, warm-up 50 steps, 10 flow steps).
+#38), `ema` (weights averaged at 0.999, as `experiments.libero_sft` trains), `grounding`
+(`ObjectTokenConfig.grounding`), `target` (the auxiliary loss `ObjectTokenConfig.target_loss`, weight 1:
+name the goal's item among the tokens), `standalone` (every setting `experiments.libero_sft` trains and
+samples with: EMA 0.999, warm-up 50 steps, 10 flow steps).
 `--demos-from DIR` trains on that directory's successful `demo_*.npz` instead of the run's seed ones.
 Every variant trains on the same demonstrations (the first `--demos` successful ones, by file name) and
 acts in the same scenes with the same sampling seed; results go to `<out>/results.json` (a variant already
