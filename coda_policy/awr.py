@@ -273,7 +273,7 @@ def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRCon
     gen = torch.Generator().manual_seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     policy.train()
-    keys = (*policy.input_keys, "actions")
+    keys = (*policy.input_keys, "actions", *(["target"] if "target" in table.inputs else []))  # an aux label
     losses = []
     for step in range(cfg.steps):
         idx = _minibatch(gen, demo, roll, cfg)

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from coda_policy.configuration_object_token import ObjectTokenConfig
-from coda_policy.dataset import ChunkData, ChunkDataset
+from coda_policy.dataset import ChunkData, ChunkDataset, goal_token
 from coda_policy.device import module_device, to_device
 from coda_policy.features import ROBOT_DIM, collate, featurize, obj_dim
 from coda_policy.normalize import Normalizer, NormStats
@@ -206,13 +206,16 @@ class ObjectTokenPolicy(nn.Module):
 
     def state_inputs(self, episodes: Sequence[Episode], refs: Sequence[tuple[int, int]]) -> dict[str, Tensor]:
         """Inputs at recorded states `refs` = (episode index, state index); a state named twice is
-        featurised once."""
+        featurised once. With `target_loss` on, each state also carries its "target" label (`goal_token`):
+        which item the goal names is a fact of the scene, so rollouts label it as demonstrations do."""
         cache: dict[tuple[int, int], dict[str, np.ndarray]] = {}
         for e, i in refs:
             if (e, i) not in cache:
                 ep = episodes[e]
                 cache[(e, i)] = featurize(ep.states[i], ep.scene.instruction, ep.scene, self.embedder,
                                           self.config.grounding)
+                if self.config.target_loss > 0:
+                    cache[(e, i)]["target"] = np.int64(goal_token(ep.states[i], ep.scene))
         return collate([cache[(int(e), int(i))] for e, i in refs])
 
     def normalize_actions(self, actions: Tensor) -> Tensor:

@@ -1,6 +1,7 @@
 """The auxiliary target loss (`ObjectTokenConfig.target_loss`): each training state is labelled with the
 token of the item its goal is about, the loss teaches a head to name it, a policy trained with it acts,
-saves and loads, and without the option nothing changes."""
+saves and loads, the loop's advantage-weighted round updates keep training it, and without the option
+nothing changes."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import numpy as np
 import pytest
 import torch
 
+from coda_policy.awr import AWRConfig, build_table, weighted_update
 from coda_policy.dataset import ChunkDataset, goal_token
 from coda_policy.features import token_names
 from coda_policy.registry import load_policy, make_config, make_policy
+from coda_policy.shaping import ShapingConfig, shape_episodes
+from programs.seeds import seed_library
 from sim.episode import make_observation, run_episode
 from sim.families import get_family
 from sim.scene import Predicate
@@ -62,3 +66,21 @@ def test_without_the_option_a_labelled_batch_trains_as_before(demo):
     assert "target_ce" not in m
     with pytest.raises(ValueError, match="target_loss must be >= 0"):
         make_config("object_token", target_loss=-1.0)
+
+
+def test_round_updates_carry_the_label(demo):
+    """`build_table` (the loop's train node) labels every chunk start; `weighted_update` trains the head."""
+    program = seed_library()["pick_place"][1]
+    chunks = shape_episodes([demo], ShapingConfig(gamma=0.9), program, h=8, demo_stride=2)
+    policy = make_policy(make_config("object_token", target_loss=1.0, **SMALL))
+    policy.set_stats(ChunkDataset([demo], 8).stats())
+    table = build_table([demo], chunks, policy)
+    expected = [goal_token(demo.states[int(i)], demo.scene) for i in chunks.start]
+    assert table.inputs["target"].tolist() == expected and min(expected) >= 0
+    seen: list[dict[str, float]] = []
+    weighted_update(policy, table, torch.ones(len(chunks.start)), AWRConfig(steps=60, batch_size=8, lr=3e-3),
+                    on_step=lambda step, m: seen.append(m))
+    assert seen[-1]["target_ce"] < seen[0]["target_ce"] / 4
+    plain = make_policy(make_config("object_token", **SMALL))
+    plain.set_stats(ChunkDataset([demo], 8).stats())
+    assert "target" not in build_table([demo], chunks, plain).inputs
