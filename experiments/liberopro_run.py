@@ -9,8 +9,9 @@ for a policy the graph trained.
 One file per (round, perturbation), `docs/results/libero/loop/<run>/round<k>_<perturb>.json` (the
 `experiments.liberopro --out` format plus the run, its round and the commit that evaluated it), written as
 each evaluation finishes; one that exists is kept, so a killed evaluation resumes where it stopped, and
-`--commit` commits each file as it lands. The loop never reads these suites: its held-out scenes are its
-own family's; the protocol's suites are evaluated here only.
+`--commit` commits each file as it lands. The run's config, metrics and verdicts are copied beside them
+first (`run_config.json`, `run_metrics.jsonl`, `run_verdicts.json`). The loop never reads these suites:
+its held-out scenes are its own family's; the protocol's suites are evaluated here only.
 """
 
 from __future__ import annotations
@@ -88,6 +89,33 @@ def evaluate_run(run: Path, suite: str, rounds: list[int], perturbs: list[str], 
     return written
 
 
+def record_run(run: Path, out: Path) -> list[Path]:
+    """The run's own record beside its evaluations, so the table reads it from the repository: its config
+    (`run_config.json`), its per-round metrics (`run_metrics.jsonl`, the loop's wall clock) and each
+    diagnosis's verdict (`run_verdicts.json`). Rewritten each time: a resumed run's record grows."""
+    folder = out / run.name
+    folder.mkdir(parents=True, exist_ok=True)
+    written = [folder / "run_config.json"]
+    written[0].write_text((run / "config.json").read_text())
+    if (run / "metrics.jsonl").is_file():
+        written.append(folder / "run_metrics.jsonl")
+        written[-1].write_text((run / "metrics.jsonl").read_text())
+    verdicts = []
+    for path in sorted((run / "diagnoses").glob("round_*/*.json")):
+        rec = json.loads(path.read_text())
+        if "diagnosis" not in rec:
+            continue
+        v = rec.get("verdict") or {}
+        verdicts.append({"round": int(path.parent.name.split("_")[1]), "episode": Path(rec["episode"]).stem,
+                         "factor": rec["diagnosis"]["factor"], "phase": rec["diagnosis"]["phase"],
+                         "status": v.get("status", "unverified"),
+                         **{k: v[k] for k in ("targeted_failure_rate", "control_failure_rate", "n")
+                            if k in v}})
+    written.append(folder / "run_verdicts.json")
+    written[-1].write_text(json.dumps(verdicts, indent=1) + "\n")
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.liberopro_run",
                                  description=__doc__.split("\n\n")[0])
@@ -114,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
         policies = round_policies(a.run)
         rounds = sorted(policies) if a.rounds is None else [int(r) for r in a.rounds.split(",") if r.strip()]
         suite = a.suite or run_suite(a.run)
+        recorded = record_run(a.run, a.out)
+        if a.commit:
+            from experiments.table1 import commit_files
+
+            commit_files(recorded, f"{a.run.name}: the loop run's config, metrics and verdicts beside its "
+                                   "protocol evaluations")
         evaluate_run(a.run, suite, rounds, perturbs, a.episodes, a.workers, a.out, a.commit,
                      log=lambda line: print(line, flush=True))
     except (FileNotFoundError, ValueError) as e:

@@ -120,13 +120,25 @@ def loop_rows(folder: Path) -> list[dict[str, Any]]:
                 got.setdefault(p, c)
         label = f"loop `{run}`, round {rnd}" + (" (SFT on its seed demonstrations)" if rnd == 0 else
                                                 f" (after {rnd} CoDA round{'s' if rnd > 1 else ''})")
-        what = f"`agents.run --preset libero`; `experiments.liberopro_run --run runs/{run}`"
+        what = f"`agents.run`{_loop_config(folder / run)}; `experiments.liberopro_run --run runs/{run}`"
         wall = _loop_wall(folder / run, rnd)
         if wall is not None:
             what += f"; the loop's wall clock through this round {wall / 60:.0f} min"
         rows.append({"row": label, "what": what, "suite": base, "loop_wall_s": wall,
                      "sources": [f"loop/{run}/{p.name}" for p in paths], "cells": got})
     return rows
+
+
+def _loop_config(run: Path) -> str:
+    """What sets the run's bootstrap apart, from its copied `run_config.json`: the seed demonstrations and
+    the target loss (the libero preset changed both over the runs; FINDINGS #39)."""
+    path = run / "run_config.json"
+    if not path.is_file():
+        return ""
+    cfg = json.loads(path.read_text())
+    loss = cfg["learn"]["policy"].get("target_loss", 0.0)  # runs before the option existed had none
+    return (f" (its config: {cfg['preset']} preset, {cfg['seed_demos']} seed demonstrations, "
+            f"{'target loss ' + format(loss, 'g') if loss else 'no target loss'})")
 
 
 def _loop_wall(run: Path, rnd: int) -> float | None:

@@ -72,3 +72,31 @@ def test_bad_arguments_are_clear_errors(tmp_path, capsys):
     assert "choose from none, position, instruction, task" in capsys.readouterr().err
     assert liberopro_run.main(["--run", str(run), "--rounds", "5"]) == 2
     assert "no policy for round(s) [5]" in capsys.readouterr().err
+
+
+def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(tmp_path):
+    run = _run_dir(tmp_path)
+    cfg = {"families": ["libero_object"], "preset": "libero", "seed_demos": 300,
+           "learn": {"policy": {"target_loss": 1.0}}}
+    (run / "config.json").write_text(json.dumps(cfg))
+    (run / "metrics.jsonl").write_text(json.dumps({"round": 0, "cost": {"train": {"wall_s": 600.0}}}) + "\n")
+    d = run / "diagnoses" / "round_01"
+    d.mkdir(parents=True)
+    verdict = {"status": "inconclusive", "targeted_failure_rate": 1.0, "control_failure_rate": 1.0, "n": 6}
+    ep = "episodes/round_01/roll_a.npz"
+    (d / "roll_a.json").write_text(json.dumps({"diagnosis": {"factor": "shift", "phase": "approach"},
+                                               "episode": ep, "verdict": verdict}))
+    (d / "roll_b.json").write_text(json.dumps({"diagnosis": {"factor": "start", "phase": "grasp"},
+                                               "episode": "episodes/round_01/roll_b.npz", "verdict": None}))
+    out = tmp_path / "libero" / "loop"
+    written = liberopro_run.record_run(run, out)
+    assert [p.name for p in written] == ["run_config.json", "run_metrics.jsonl", "run_verdicts.json"]
+    assert json.loads(written[0].read_text()) == cfg
+    assert json.loads(written[2].read_text()) == [
+        {"round": 1, "episode": "roll_a", "factor": "shift", "phase": "approach", **verdict},
+        {"round": 1, "episode": "roll_b", "factor": "start", "phase": "grasp", "status": "unverified"}]
+    (out / "libero_x" / "round0_none.json").write_text(json.dumps(
+        {"suite": "libero_object", "successes": 3, "episodes": 5, "tasks_run": []}))
+    row = next(r for r in build(tmp_path / "libero")["ours"] if r["row"].startswith("loop"))
+    assert "libero preset, 300 seed demonstrations, target loss 1" in row["what"]
+    assert row["loop_wall_s"] == 600.0
