@@ -204,12 +204,12 @@ def collect(cfg: AWRoundConfig, seed: int, ckpt: Path, pool: EpisodePool, out: P
     more = run_jobs(pool, jobs, progress("rollouts+demos", len(jobs)))
     eps = [r.episode for r in (*[cand[i] for i in kept], *more) if r.episode is not None]
     replay = replay_demos(cfg, seed)
-    train = [e for e in eps if e.policy != "expert" or e.success] + replay
+    train = [e for e in eps if not e.is_demonstration or e.success] + replay
     info = {"candidates": len(cand), "candidate_success": float(np.mean([r.success for r in cand])),
             "kept_scenes": len(kept), "kept_failed": sum(not cand[i].success for i in kept),
-            "rollouts": sum(e.policy != "expert" for e in train),
-            "rollout_success": float(np.mean([e.success for e in train if e.policy != "expert"] or [0.0])),
-            "demos": sum(e.policy == "expert" for e in train) - len(replay),
+            "rollouts": sum(not e.is_demonstration for e in train),
+            "rollout_success": float(np.mean([e.success for e in train if not e.is_demonstration] or [0.0])),
+            "demos": sum(e.is_demonstration for e in train) - len(replay),
             "replayed_sft_demos": len(replay)}
     errors = [r.error for r in (*cand, *more) if r.error]
     info |= {"errors": len(errors), "first_error": errors[0] if errors else None}

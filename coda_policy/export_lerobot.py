@@ -84,7 +84,7 @@ def export(episodes: Sequence[Episode], out: Path, *, cameras: Sequence[str] = (
             frame.update({"observation.state": proprio(by_step[t]).astype(np.float32),
                           "action": ep.actions[t].astype(np.float32),
                           "episode_success": np.array([ep.success]),
-                          "is_demo": np.array([ep.policy == "expert"]),
+                          "is_demo": np.array([ep.is_demonstration]),
                           "advantage_weight": w[t: t + 1],
                           "task": ep.scene.instruction})
             ds.add_frame(frame)

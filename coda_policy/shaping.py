@@ -249,7 +249,7 @@ def shape_episodes(episodes: Sequence[Episode], cfg: ShapingConfig, program: Tra
     cols: list[list] = [[] for _ in range(8)]
     index, demo, success, bphi0, bphi1 = [], [], [], [], []
     for i, ep in enumerate(episodes):
-        is_demo = ep.policy == "expert"
+        is_demo = ep.is_demonstration
         rewards = sparse_rewards(ep, success_index(ep))
         if cfg.mode == "dense_reward":
             rewards = rewards + dense_rewards(ep, cfg.dense_scale)

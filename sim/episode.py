@@ -104,6 +104,12 @@ class Episode:
     def steps(self) -> int:
         return len(self.actions)
 
+    @property
+    def is_demonstration(self) -> bool:
+        """The expert's episode — plain ("expert") or DART-style, its executed actions noised and its labels
+        the expert's ("expert_dart0.3", `sim.libero.episode`) — rather than a policy's rollout."""
+        return self.policy == "expert" or self.policy.startswith("expert_")
+
     def meta(self) -> dict:
         timeline, last = [], None
         for step, p in zip(self.state_steps.tolist(), self.phases, strict=True):

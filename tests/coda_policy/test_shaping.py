@@ -231,6 +231,9 @@ def test_modes_on_synthetic_episodes() -> None:
         assert len(b) == 2 + 3 + 5 and b.actions.shape == (10, 8, 7)
         assert b.demo.sum() == 5 and b.terminal.sum() == 3  # demo chunks from 12 and 16 both reach 17
         batches[mode] = b
+    dart = [*eps[:2], synthetic_episode(20, 17, policy="expert_dart0.3")]  # LIBERO's noisy-execution demos
+    b = shape_episodes(dart, ShapingConfig(gamma=0.9), TP, h=8, demo_stride=4)
+    assert b.demo.sum() == 5 and b.demo[b.episode == 2].all() and not b.demo[b.episode < 2].any()
     t2p = batches["text2potential"]
     assert np.all(t2p.beta_phi_end[~t2p.bootstrap] == 0) and np.all(t2p.beta_phi_start >= 0)
     assert np.all(batches["sparse"].beta_phi_start == 0)
