@@ -53,6 +53,12 @@ def run_suite(run: Path) -> str:
     return suites.pop()
 
 
+def check_rounds(run: Path, policies: dict[int, Path], rounds: list[int]) -> None:
+    missing = [r for r in rounds if r not in policies]
+    if missing:
+        raise FileNotFoundError(f"{run}: no policy for round(s) {missing} (has {sorted(policies)})")
+
+
 def evaluate_run(run: Path, suite: str, rounds: list[int], perturbs: list[str], episodes: int, workers: int,
                  out: Path, commit: bool, log: Any = print) -> list[Path]:
     """Every (round, perturbation) file not yet written; returns the files written now."""
@@ -61,9 +67,7 @@ def evaluate_run(run: Path, suite: str, rounds: list[int], perturbs: list[str], 
     from experiments.table_record import provenance
 
     policies = round_policies(run)
-    missing = [r for r in rounds if r not in policies]
-    if missing:
-        raise FileNotFoundError(f"{run}: no policy for round(s) {missing} (has {sorted(policies)})")
+    check_rounds(run, policies, rounds)
     written = []
     for r in rounds:
         for p in perturbs:
@@ -142,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         policies = round_policies(a.run)
         rounds = sorted(policies) if a.rounds is None else [int(r) for r in a.rounds.split(",") if r.strip()]
         suite = a.suite or run_suite(a.run)
+        check_rounds(a.run, policies, rounds)  # before anything is written
         recorded = record_run(a.run, a.out)
         if a.commit:
             from experiments.table1 import commit_files

@@ -70,8 +70,10 @@ def test_bad_arguments_are_clear_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         liberopro_run.main(["--run", str(run), "--perturb", "upside_down"])
     assert "choose from none, position, instruction, task" in capsys.readouterr().err
-    assert liberopro_run.main(["--run", str(run), "--rounds", "5"]) == 2
+    out = tmp_path / "results"
+    assert liberopro_run.main(["--run", str(run), "--rounds", "5", "--out", str(out)]) == 2
     assert "no policy for round(s) [5]" in capsys.readouterr().err
+    assert not out.exists()  # a refused command writes nothing
 
 
 def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(tmp_path):
