@@ -22,6 +22,11 @@ RESULTS = ROOT / "docs" / "results"
 PERTURBS = ("none", "position", "instruction", "task")
 SUFFIX = {"_swap": "position", "_lan": "instruction", "_task": "task", "_object": "object"}
 
+# Loop runs whose rounds ran on another run's bootstrap — its seed demonstrations, validity verdicts and
+# round-0 policy copied into the new run directory before `agents.run` started there (the graph reuses
+# both; FINDINGS #40): the row says so, and the wall clock counts the other run's round 0
+BOOTSTRAP_FROM = {"libero_s36": "libero_s35"}
+
 # (suite, row label, what it is, files under docs/results/libero/ in the order they are read; later files
 # add perturbations, never overwrite one)
 ROWS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
@@ -121,6 +126,8 @@ def loop_rows(folder: Path) -> list[dict[str, Any]]:
         label = f"loop `{run}`, round {rnd}" + (" (SFT on its seed demonstrations)" if rnd == 0 else
                                                 f" (after {rnd} CoDA round{'s' if rnd > 1 else ''})")
         what = f"`agents.run`{_loop_config(folder / run)}; `experiments.liberopro_run --run runs/{run}`"
+        if run in BOOTSTRAP_FROM:
+            what += f"; rounds on `{BOOTSTRAP_FROM[run]}`'s bootstrap (copied)"
         wall = _loop_wall(folder / run, rnd)
         if wall is not None:
             what += f"; the loop's wall clock through this round {wall / 60:.0f} min"
@@ -150,8 +157,11 @@ def _loop_wall(run: Path, rnd: int) -> float | None:
     total = 0.0
     for line in path.read_text().splitlines():
         rec = json.loads(line)
-        if rec["round"] <= rnd:
+        if rec["round"] <= rnd and not (rec["round"] == 0 and run.name in BOOTSTRAP_FROM):
             total += sum(c.get("wall_s", 0.0) for c in rec.get("cost", {}).values())
+    if run.name in BOOTSTRAP_FROM:
+        parent = _loop_wall(run.parent / BOOTSTRAP_FROM[run.name], 0)
+        return None if parent is None else round(total + parent, 1)
     return round(total, 1)
 
 

@@ -102,3 +102,21 @@ def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(t
     row = next(r for r in build(tmp_path / "libero")["ours"] if r["row"].startswith("loop"))
     assert "libero preset, 300 seed demonstrations, target loss 1" in row["what"]
     assert row["loop_wall_s"] == 600.0
+
+
+def test_rounds_on_another_runs_bootstrap_say_so_and_count_its_wall_clock(tmp_path, monkeypatch):
+    from experiments import liberopro_table
+
+    loop = tmp_path / "libero" / "loop"
+    for run, walls in (("libero_p", [3000.0, 200.0]), ("libero_x", [12.0, 250.0])):
+        (loop / run).mkdir(parents=True)
+        (loop / run / "run_metrics.jsonl").write_text("".join(
+            json.dumps({"round": r, "cost": {"node": {"wall_s": w}}}) + "\n" for r, w in enumerate(walls)))
+        (loop / run / "round1_none.json").write_text(json.dumps(
+            {"suite": "libero_object", "successes": 3, "episodes": 5, "tasks_run": []}))
+    monkeypatch.setattr(liberopro_table, "BOOTSTRAP_FROM", {"libero_x": "libero_p"})
+    rows = {r["row"]: r for r in build(tmp_path / "libero")["ours"]}
+    forked = rows["loop `libero_x`, round 1 (after 1 CoDA round)"]
+    own = rows["loop `libero_p`, round 1 (after 1 CoDA round)"]
+    assert forked["loop_wall_s"] == 3000.0 + 250.0 and own["loop_wall_s"] == 3200.0
+    assert "`libero_p`'s bootstrap" in forked["what"] and "bootstrap" not in own["what"]
