@@ -25,7 +25,7 @@ SUFFIX = {"_swap": "position", "_lan": "instruction", "_task": "task", "_object"
 # Loop runs whose rounds ran on another run's bootstrap — its seed demonstrations, validity verdicts and
 # round-0 policy copied into the new run directory before `agents.run` started there (the graph reuses
 # both; FINDINGS #40): the row says so, and the wall clock counts the other run's round 0
-BOOTSTRAP_FROM = {"libero_s36": "libero_s35"}
+BOOTSTRAP_FROM = {"libero_s36": "libero_s35", "libero_s37": "libero_s35"}
 
 # (suite, row label, what it is, files under docs/results/libero/ in the order they are read; later files
 # add perturbations, never overwrite one)
@@ -137,15 +137,16 @@ def loop_rows(folder: Path) -> list[dict[str, Any]]:
 
 
 def _loop_config(run: Path) -> str:
-    """What sets the run's bootstrap apart, from its copied `run_config.json`: the seed demonstrations and
-    the target loss (the libero preset changed both over the runs; FINDINGS #39)."""
+    """What sets the run apart, from its copied `run_config.json`: the seed demonstrations, the target loss
+    (the libero preset changed both over the runs; FINDINGS #39) and the round updates' steps and rate."""
     path = run / "run_config.json"
     if not path.is_file():
         return ""
     cfg = json.loads(path.read_text())
     loss = cfg["learn"]["policy"].get("target_loss", 0.0)  # runs before the option existed had none
     return (f" (its config: {cfg['preset']} preset, {cfg['seed_demos']} seed demonstrations, "
-            f"{'target loss ' + format(loss, 'g') if loss else 'no target loss'})")
+            f"{'target loss ' + format(loss, 'g') if loss else 'no target loss'}, round updates "
+            f"{cfg['learn']['awr_steps']} steps at lr {cfg['learn']['awr_lr']:g})")
 
 
 def _loop_wall(run: Path, rnd: int) -> float | None:

@@ -79,7 +79,7 @@ def test_bad_arguments_are_clear_errors(tmp_path, capsys):
 def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(tmp_path):
     run = _run_dir(tmp_path)
     cfg = {"families": ["libero_object"], "preset": "libero", "seed_demos": 300,
-           "learn": {"policy": {"target_loss": 1.0}}}
+           "learn": {"policy": {"target_loss": 1.0}, "awr_steps": 60, "awr_lr": 1e-4}}
     (run / "config.json").write_text(json.dumps(cfg))
     (run / "metrics.jsonl").write_text(json.dumps({"round": 0, "cost": {"train": {"wall_s": 600.0}}}) + "\n")
     d = run / "diagnoses" / "round_01"
@@ -100,7 +100,8 @@ def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(t
     (out / "libero_x" / "round0_none.json").write_text(json.dumps(
         {"suite": "libero_object", "successes": 3, "episodes": 5, "tasks_run": []}))
     row = next(r for r in build(tmp_path / "libero")["ours"] if r["row"].startswith("loop"))
-    assert "libero preset, 300 seed demonstrations, target loss 1" in row["what"]
+    want = "libero preset, 300 seed demonstrations, target loss 1, round updates 60 steps at lr 0.0001"
+    assert want in row["what"]
     assert row["loop_wall_s"] == 600.0
 
 
