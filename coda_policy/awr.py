@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from coda_policy.critic import ChunkCritic, ChunkCriticConfig, CriticData, fit_critic
+from coda_policy.dataset import batch_keys
 from coda_policy.device import check_device_spec, module_device, resolve_device, to_device
 from coda_policy.features import collate, featurize
 from coda_policy.sft import warmup_cosine
@@ -273,7 +274,7 @@ def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRCon
     gen = torch.Generator().manual_seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     policy.train()
-    keys = (*policy.input_keys, "actions", *(["target"] if "target" in table.inputs else []))  # an aux label
+    keys = batch_keys(policy, table.inputs)
     losses = []
     for step in range(cfg.steps):
         idx = _minibatch(gen, demo, roll, cfg)

@@ -9,7 +9,7 @@ so that potentials can be evaluated on the `WorldState`s themselves.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +52,12 @@ class ChunkData:
     stats: Any
     episodes: int
     chunks: int
+
+
+def batch_keys(policy: Any, data: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a training step feeds the policy: its acting inputs, the actions, and the auxiliary labels
+    ("target", `goal_token`) where the data carries them — one list for SFT and the weighted update."""
+    return (*policy.input_keys, "actions", *(["target"] if "target" in data else []))
 
 
 def goal_token(state: WorldState, spec: SceneSpec) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from coda_policy.configuration_object_token import ObjectTokenConfig
-from coda_policy.dataset import ChunkDataset, load_episodes
+from coda_policy.dataset import ChunkDataset, batch_keys, load_episodes
 from coda_policy.device import check_device_spec, resolve_device, to_device
 from coda_policy.evaluate import EvalResult, eval_scenes, evaluate, latency_ms
 from coda_policy.registry import make_policy
@@ -167,7 +167,7 @@ def train(
     ema = _Ema(policy, cfg.ema) if cfg.ema > 0 else None
     gen = torch.Generator().manual_seed(pc.seed)
     torch.manual_seed(pc.seed)
-    keys = (*policy.input_keys, "actions", *(["target"] if "target" in data else []))  # target: an aux label
+    keys = batch_keys(policy, data)
     policy.train()
     t0, c0 = time.perf_counter(), time.process_time()
     for step in range(cfg.steps):

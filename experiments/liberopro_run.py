@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from dataclasses import asdict
@@ -99,11 +100,9 @@ def record_run(run: Path, out: Path) -> list[Path]:
     diagnosis's verdict (`run_verdicts.json`). Rewritten each time: a resumed run's record grows."""
     folder = out / run.name
     folder.mkdir(parents=True, exist_ok=True)
-    written = [folder / "run_config.json"]
-    written[0].write_text((run / "config.json").read_text())
+    written = [Path(shutil.copyfile(run / "config.json", folder / "run_config.json"))]
     if (run / "metrics.jsonl").is_file():
-        written.append(folder / "run_metrics.jsonl")
-        written[-1].write_text((run / "metrics.jsonl").read_text())
+        written.append(Path(shutil.copyfile(run / "metrics.jsonl", folder / "run_metrics.jsonl")))
     verdicts = []
     for path in sorted((run / "diagnoses").glob("round_*/*.json")):
         rec = json.loads(path.read_text())
