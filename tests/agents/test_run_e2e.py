@@ -11,11 +11,13 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from agents.graph.deps import open_deps
 from agents.graph.rundir import read_json, read_metrics
 from agents.llm import CallLog, OpenAIConfig, ReplayConfig, make_llm
+from experiments.libero_round_dev import round_groups
 from tests.agents.graphkit import config, files, run_graph
 from tests.agents.test_malformed_llm import GOOD_DIAGNOSIS, CriticFromLLM
 from tests.fakes.openai_server import FakeOpenAIServer, tool_call_reply, tool_name
@@ -73,6 +75,11 @@ def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
     bad = cli("-m", "agents.replay", str(out), "--fork", report_step, "--out", str(tmp_path / "bad"),
               "--set", "learn.nope=1")
     assert bad.returncode == 2 and "no field 'nope'" in bad.stderr and not (tmp_path / "bad").exists()
+    # a round's update can be redone from the checkpoints (experiments.libero_round_dev): the same episodes
+    _, groups, start = round_groups(out, 1)
+    trained_on = set(np.load(out / "policy" / "round_01.weights.npz")["episode"].tolist())
+    assert {str(p.resolve().with_suffix(".npz")) for _, eps in groups for p in eps} == trained_on
+    assert start == out / "policy" / "round_00.pt"
     readme = (ROOT / "README.md").read_text()
     example = readme.split("<!-- library-example -->\n```python\n")[1].split("```")[0]
     ran = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True,
