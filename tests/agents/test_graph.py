@@ -253,3 +253,20 @@ def test_replay_trains_each_round_on_every_demo_so_far(deps_for, method: str) ->
     # the same scenes and rollouts; round 1 adds the bootstrap's demos, round 2 those and round 1's
     assert [g - p for g, p in zip(got, plain_calls, strict=True)] == [boot, boot + n1]
     assert again["demo_history"] == final["demo_history"]  # relative paths: the same files in each run
+
+
+def test_the_bootstrap_validates_only_the_scenes_its_demonstrations_need(deps_for) -> None:
+    """Oversampled seed scenes are validated in order until `seed_demos` demonstrations are in; the kept
+    ones are those validating every scene would keep (the first valid ones, in order)."""
+    from agents.graph.nodes.learn import first_demos
+    from agents.graph.nodes.work import generate_scenes, validate_scenes
+
+    deps = deps_for("coda", seed_demos=2, oversample=3.0)
+    run_graph(deps)
+    validated = files(deps.run.root, "validity/round_00/*.json")
+    assert len(validated) == 2  # all 6 scenes were validated before: 4 thrown away
+    got = generate_scenes(deps, seed_generation("pick_place"), 5, round_no=0, tag="check", attempt=0)
+    assert len(got.scenes) == 5
+    kept = first_demos(deps, got.scenes, 3, lambda _: None)
+    everything = [r["demo"] for r in validate_scenes(deps, got.scenes, round_no=0) if r.get("ok")][:3]
+    assert kept == everything and len(kept) == 3

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import shutil
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,19 @@ def heldout(deps: Deps, policy: str, round_no: int) -> dict[str, dict[str, float
     return {f: {k: sum(v) / len(v) for k, v in splits.items()} for f, splits in acc.items()}
 
 
+def first_demos(deps: Deps, scenes: Sequence[str], need: int, tick: Callable[[Any], None]) -> list[str]:
+    """The demonstrations of the first `need` valid scenes of `scenes`, in order — the ones validating every
+    scene would keep — validating in order batches only as many scenes as that takes (each batch the
+    demonstrations still missing, at least one per worker): the oversampled rest stays unvalidated."""
+    demos: list[str] = []
+    i = 0
+    while len(demos) < need and i < len(scenes):
+        batch = scenes[i: i + max(need - len(demos), getattr(deps.episodes, "workers", 0) or 1)]
+        i += len(batch)
+        demos += [r["demo"] for r in validate_scenes(deps, batch, round_no=0, tick=tick) if r.get("ok")]
+    return demos[:need]
+
+
 def bootstrap(state: RoundState, deps: Deps) -> dict[str, Any]:
     """Round 0: write the seed programs, collect seed demonstrations, make the starting policy."""
     cfg = deps.config
@@ -74,9 +87,8 @@ def bootstrap(state: RoundState, deps: Deps) -> dict[str, Any]:
         programs += [gen, train]
         got = generate_scenes(deps, load_program(deps, gen), math.ceil(cfg.seed_demos * cfg.oversample),
                               round_no=0, tag="seed", attempt=0)
-        tick = deps.reporter.progress(f"seed demos: {family}", len(got.scenes))
-        rows = validate_scenes(deps, got.scenes, round_no=0, tick=tick)
-        history[family] = [r["demo"] for r in rows if r.get("ok")][: cfg.seed_demos]
+        tick = deps.reporter.progress(f"seed demos: {family}", cfg.seed_demos)
+        history[family] = first_demos(deps, got.scenes, cfg.seed_demos, tick)
         demos += history[family]
     if not demos:
         raise RuntimeError("no seed demonstration succeeded: the seed programs or the simulator are broken")
