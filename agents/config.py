@@ -521,6 +521,10 @@ PRESETS.register("quickstart", RunConfig(
 # demonstrations, 14/20 with the loss; FINDINGS #39 — chosen on development scenes, not the protocol's
 # suites). One round at a small budget. The family has no attribute factor, so a control may also move a
 # task factor (the words, the item).
+# A round's weighted update at SFT's rate (1e-3, the default, chosen on our own families) unlearns the
+# bootstrap: one run's round-1 update redone at 1e-3 / 3e-4 / 1e-4 / 3e-5 scored 5 / 9 / 21 / 17 of 40
+# development scenes against 13 for the policy it started from (`experiments.libero_round_dev`,
+# FINDINGS #41): 1e-4.
 PRESETS.register("libero", RunConfig(
     preset="libero", families=("libero_object",), rounds=1, budget=4, held=1, max_arms=3, max_retries=2,
     seed_demos=300, diagnose_max=2, verify_n=6, eval_id=5, eval_ood=5, variants=2, variant_factors=3,
@@ -529,7 +533,7 @@ PRESETS.register("libero", RunConfig(
     learn=LearnConfig(
         policy=ObjectTokenConfig(batch_size=64, flow_steps=8, target_loss=1.0),
         sft_steps=1500, finetune_steps=60, critic_hidden=64, critic_steps=300, critic_batch=64, awr_steps=60,
-        awr_batch=64, demo_stride=2)))
+        awr_batch=64, awr_lr=1e-4, demo_stride=2)))
 
 
 def get_preset(name: str) -> RunConfig:
