@@ -12,7 +12,9 @@ draws): half in distribution, half with the family's factors out of distribution
 the same scenes and sampling seed for every policy. Never the protocol's suites: the preset's step size is
 chosen here, not on the numbers it is reported with.
 
-Results go to `<out>/results.json` as each policy is scored (a policy already trained is loaded, one already
+`--also` scores more checkpoints on the same scenes (a run's later rounds, a fork's; with the same
+`--rounds`, the rounds already scored are kept). Results go to
+`<out>/results.json` as each policy is scored (a policy already trained is loaded, one already
 scored is kept, so a killed run resumes).
 """
 
@@ -89,11 +91,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="learn.awr_steps values (default: the run's)")
     ap.add_argument("--scenes", type=int, default=40,
                     help=f"development scenes, seeds {DEV_SEED0}, ...: the first half in distribution")
+    ap.add_argument("--also", type=comma_list(Path), default=[],
+                    help="more checkpoints to score on the same scenes (e.g. a run's later rounds)")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     if a.scenes < 2 or a.workers < 1 or any(x <= 0 for x in a.lrs) or any(s < 1 for s in a.steps or [1]):
         ap.error("--scenes must be >= 2, --workers >= 1, every lr > 0 and every step count >= 1")
+    if missing := [str(p) for p in a.also if not p.is_file()]:
+        ap.error(f"--also: no such checkpoint: {', '.join(missing)}")
     from agents.graph.nodes.work import stable_seed
     from agents.graph.trainer import PolicyTrainer
     from experiments.liberopro import spawn_map
@@ -134,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                         start, groups, path, shaping=cfg.method_config.shaping,
                         seed=stable_seed(cfg.seed, rn, "train"))
                 evaluate(key, path, cfg, trained)
+    for path in a.also:
+        evaluate(str(path), path, _config(a.run), {"policy": str(path)})
     return 0
 
 
