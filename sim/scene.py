@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 FactorGroup = Literal["task", "spatial", "attribute"]
 FACTOR_GROUPS: tuple[FactorGroup, ...] = ("task", "spatial", "attribute")
@@ -157,15 +157,27 @@ _Shift = Annotated[float, Field(ge=-0.3, le=0.3)]  # m, a LIBERO start region's 
 
 class LiberoRef(_Model):
     """A scene in LIBERO's world instead of ours: one task of a LIBERO suite (its BDDL file in the installed
-    package), edited. `swap` names an object whose starting region the task's object of interest takes
-    (and that object takes the other's: LIBERO-Pro's position change); `move` shifts the region the object
-    of interest then starts in by (dx, dy) m on its support; the scene's `instruction` is the one given to
-    the policy (the BDDL's own words, or other words). `sim.libero.world` builds and runs it."""
+    package), edited. `swap` names an object whose starting region the mover takes (and that object takes
+    the mover's: LIBERO-Pro's position change); `move` shifts the region the mover then starts in by
+    (dx, dy) m on its support. The mover is the task's object of interest (the goal's first argument)
+    unless `mover` names another object (LIBERO-Pro moves `libero_spatial`'s plate, the goal's target, not
+    the bowl). The scene's `instruction` is the one given to the policy (the BDDL's own words, or other
+    words). `sim.libero.world` builds and runs it."""
 
     suite: str = Field(pattern=r"^libero_[a-z0-9_]{1,40}$")
     task: str = Field(pattern=r"^[a-z][a-z0-9_]{0,159}$")
     swap: str | None = Field(None, pattern=_NAME)
     move: tuple[_Shift, _Shift] | None = None
+    mover: str | None = Field(None, pattern=_NAME)
+
+    @model_serializer(mode="wrap")
+    def _without_default_mover(self, handler: Any) -> Any:
+        """Written only when set: a scene that moves the object of interest keeps the id (a hash of its
+        JSON) it had before `mover` existed, so earlier runs' scenes and verdicts still match."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("mover") is None:
+            out.pop("mover", None)
+        return out
 
 
 class SceneSpec(_Model):

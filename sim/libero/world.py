@@ -47,11 +47,11 @@ def libero_scene(spec: SceneSpec) -> LiberoScene:
     if ref is None:
         raise ValueError(f"scene {spec.scene_id} is not a LIBERO scene (`libero` is unset)")
     scene = LiberoScene.from_bddl(task_bddl(ref.suite, ref.task))
-    subject = scene.goal[0][1]
+    mover = ref.mover or scene.goal[0][1]
     if ref.swap is not None:
-        scene = scene.swapped(subject, ref.swap)
+        scene = scene.swapped(mover, ref.swap)
     if ref.move is not None:
-        scene = scene.moved(scene.start_region(subject).full_name, *ref.move)
+        scene = scene.moved(scene.start_region(mover).full_name, *ref.move)
     if spec.instruction != scene.language:
         scene = scene.reworded(spec.instruction)
     return scene
