@@ -534,6 +534,11 @@ PRESETS.register("libero", RunConfig(
         policy=ObjectTokenConfig(batch_size=64, flow_steps=8, target_loss=1.0),
         sft_steps=1500, finetune_steps=60, critic_hidden=64, critic_steps=300, critic_batch=64, awr_steps=60,
         awr_batch=64, awr_lr=1e-4, demo_stride=2)))
+# The same on LIBERO-Spatial (`sim/families/libero_spatial/`): which of two identical black bowls goes on
+# the plate, named by its place; the plate starts in its own region or swapped with another object's, moved
+# or not. LIBERO's step limit for the suite (220); every other setting is `libero`'s, not tuned here.
+PRESETS.register("libero_spatial", dataclasses.replace(
+    PRESETS.get("libero"), preset="libero_spatial", families=("libero_spatial",), rollout_max_steps=220))
 
 
 def get_preset(name: str) -> RunConfig:
