@@ -12,6 +12,10 @@ import numpy as np
 from sim.world import WorldState
 
 ON_Z_TOL = 0.025  # a's bottom within this of b's top (m)
+# a's bottom may sit this far below b's bottom (m), a's centre still above b's: LIBERO's collision boxes of
+# nested meshes put a bowl resting in a plate ~2.4 mm below the plate's own box bottom (libero_spatial,
+# where LIBERO's goal check holds)
+ON_Z_BELOW = 0.005
 XY_MARGIN = 0.9  # a's centre within this share of b's half extent
 LIFT_DEFAULT = 0.05  # "lifted" height above the table (m)
 INSERT_DEPTH = 0.015  # peg bottom at least this far below the hole's top (m)
@@ -44,7 +48,7 @@ def on(s: WorldState, a: str, b: str) -> bool:
     blo, bhi = s.bounds(b)
     c, bc = s.obj_pos[s.obj(a)], (blo + bhi) / 2
     within = np.all(np.abs(c[:2] - bc[:2]) <= XY_MARGIN * (bhi[:2] - blo[:2]) / 2)
-    level = blo[2] <= alo[2] <= bhi[2] + ON_Z_TOL
+    level = blo[2] - ON_Z_BELOW <= alo[2] <= bhi[2] + ON_Z_TOL and c[2] > bc[2]
     return bool(within and level and in_contact(s, a, b))
 
 

@@ -105,3 +105,30 @@ def test_controller_tracks_a_goal_and_holds_still():
         s = env.step(np.r_[np.clip((goal - s.ee_pos) / 0.05, -1, 1), 0, 0, 0, -1.0])
     assert np.linalg.norm(s.ee_pos - goal) < 0.005
     assert not env.has_nan()
+
+
+def test_on_takes_a_bowl_nested_in_a_plate_but_never_the_plate_under_it():
+    """LIBERO's boxes put a bowl resting in a plate a few mm below the plate's own box bottom (libero_spatial,
+    where LIBERO's goal check holds): that is on. The plate under the bowl is not on the bowl, nor is a bowl
+    whose bottom is a centimetre below the plate's."""
+    from sim.world import StateLayout, WorldState
+
+    def world(bowl_bottom: float) -> WorldState:
+        names = ("bowl", "plate")
+        half = np.array([[0.07, 0.07, 0.04], [0.09, 0.09, 0.01]])
+        layout = StateLayout(objects=names, object_half=half, object_center=np.zeros((2, 3)), joints=(),
+                             joint_range=np.zeros((0, 2)), regions=(), region_half=np.zeros((0, 3)),
+                             handles=(), entities=("robot", "table", *names))
+        contacts = np.zeros((4, 4), bool)
+        contacts[2, 3] = contacts[3, 2] = True
+        pos = np.array([[0.0, 0.0, bowl_bottom + 0.04], [0.01, 0.0, 0.01]])
+        return WorldState(layout=layout, ee_pos=np.ones(3), ee_mat=np.eye(3), gripper=0.08, obj_pos=pos,
+                          obj_mat=np.tile(np.eye(3), (2, 1, 1)), joint_q=np.zeros(0),
+                          region_pos=np.zeros((0, 3)), region_mat=np.zeros((0, 3, 3)),
+                          handle_pos=np.zeros((0, 3)), contacts=contacts, grasp=np.zeros(4, bool))
+
+    nested = world(-0.0024)
+    assert nested.bounds("bowl")[0][2] < nested.bounds("plate")[0][2]
+    assert on(nested, "bowl", "plate") and not on(nested, "plate", "bowl")
+    assert not on(world(-0.01), "bowl", "plate")
+    assert on(world(0.02), "bowl", "plate") and not on(world(0.05), "bowl", "plate")  # ON_Z_TOL above
