@@ -76,3 +76,4 @@ def test_the_table_reads_evaluations_and_round_records_and_leaves_missing_cells_
     assert "| seed policy + 1 CoDA round | 60 % (30/50) | – | – | 10 % (5/50) |" in md
     assert "| scripted expert | – | – | – | – |" in md and "theirs, not measured here" in md
     assert "## Ours: libero_spatial" in md and "| SFT, DART demonstrations | – | 14 % (7/50) | – | – |" in md
+    assert "| CoDA (π0.5), 15 rounds | 91 % | 88 % | 78 % | 76 % | 84 % | 76 % |" in md  # theirs, per suite
