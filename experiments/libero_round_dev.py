@@ -107,8 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     res_path = a.out / "results.json"
     results: dict[str, Any] = json.loads(res_path.read_text()) if res_path.exists() else {}
-    results.update(run=str(a.run), dev_seeds=[DEV_SEED0, DEV_SEED0 + a.scenes],
-                   ood_from=DEV_SEED0 + a.scenes // 2)
+    setup = {"run": str(a.run), "dev_seeds": [DEV_SEED0, DEV_SEED0 + a.scenes],
+             "ood_from": DEV_SEED0 + a.scenes // 2}
+    if results and {k: results.get(k) for k in setup} != setup:  # kept scores would be another setup's
+        ap.error(f"--out {a.out} holds results of --run {results.get('run')} on development seeds "
+                 f"{results.get('dev_seeds')}; give another --out")
+    results.update(setup)
 
     def evaluate(key: str, path: Path, cfg: Any, trained: dict[str, Any]) -> None:
         if key in results:

@@ -4,6 +4,8 @@ a real run in `tests/agents/test_run_e2e.py`)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from experiments import libero_round_dev
@@ -30,3 +32,13 @@ def test_the_halves_are_scored_apart():
             "failing_phase": None} for i in range(4)]
     got = libero_round_dev.score(eps, {})
     assert (got["successes"], got["id"], got["ood"]) == (3, "1/2", "2/2")
+
+
+def test_an_out_folder_of_another_run_is_refused_not_mixed_in(tmp_path, capsys):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "results.json").write_text(json.dumps({"run": "runs/other", "dev_seeds": [90000, 90040],
+                                                  "ood_from": 90020, "round1_start": {"successes": 3}}))
+    with pytest.raises(SystemExit):
+        libero_round_dev.main(["--run", str(tmp_path / "mine"), "--out", str(out)])
+    assert "holds results of --run runs/other" in capsys.readouterr().err
