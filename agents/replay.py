@@ -56,6 +56,19 @@ def history(app: Any) -> list[Any]:
     return list(reversed(list(app.get_state_history(thread_config()))))
 
 
+def node_inputs(run: Path, round_no: int, node: str = "train") -> tuple[RunConfig, dict[str, Any]]:
+    """(the run's config, the graph state `node` of round `round_no` was given), from the checkpoints:
+    what a diagnostic needs to redo that step of a finished run."""
+    from agents.run import read_config_file
+
+    rd = RunDir(run)
+    with open_app(rd) as app:
+        for snap in history(app):
+            if snap.next == (node,) and snap.values.get("round") == round_no:
+                return read_config_file(rd.config, "config.json"), dict(snap.values)
+    raise ValueError(f"{run}: no checkpoint before round {round_no}'s {node} node (did the run reach it?)")
+
+
 def _find(snaps: list[Any], key: str) -> tuple[Any, Any | None]:
     """(snapshot, its parent) by step number or checkpoint-id prefix."""
     for i, s in enumerate(snaps):

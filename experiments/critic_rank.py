@@ -43,21 +43,6 @@ VARIANTS = {"program": ("text2potential", False), "per_stage": ("text2potential_
             "sparse": ("sparse", False), "program_feature": ("text2potential", True)}
 
 
-def train_inputs(run: Path, round_no: int) -> tuple[Any, dict[str, Any]]:
-    """(the run's config, the graph state the round's `train` node started from)."""
-    from agents.graph.rundir import RunDir
-    from agents.replay import history, open_app
-    from agents.run import read_config_file
-
-    rd = RunDir(run)
-    cfg = read_config_file(rd.config, "config.json")
-    with open_app(rd) as app:
-        for snap in history(app):
-            if snap.next == ("train",) and snap.values.get("round") == round_no:
-                return cfg, dict(snap.values)
-    raise ValueError(f"{run}: no checkpoint before round {round_no}'s train node")
-
-
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
     """P(a random `pos` value > a random `neg` value), ties counted half (Mann-Whitney)."""
     if not len(pos) or not len(neg):
@@ -74,10 +59,11 @@ def measure(run: Path, round_no: int, variants: list[str]) -> list[dict[str, Any
     """One row per variant: the critic's Â by chunk source on the round's training data."""
     import torch
 
-    from agents.graph.nodes.learn import _aw_groups
+    from agents.graph.nodes.learn import aw_groups
     from agents.graph.nodes.work import stable_seed
     from agents.graph.rundir import RunDir
     from agents.graph.trainer import _concat
+    from agents.replay import node_inputs
     from coda_policy.awr import (
         advantage_groups,
         build_table,
@@ -90,10 +76,10 @@ def measure(run: Path, round_no: int, variants: list[str]) -> list[dict[str, Any
     from coda_policy.shaping import ShapingConfig, shape_episodes
     from sim.episode import Episode
 
-    cfg, state = train_inputs(run, round_no)
+    cfg, state = node_inputs(run, round_no)
     lc = cfg.learn
     torch.set_num_threads(lc.policy.torch_threads)
-    groups = _aw_groups(SimpleNamespace(run=RunDir(run), config=cfg), state)
+    groups = aw_groups(SimpleNamespace(run=RunDir(run), config=cfg), state)
     seed = stable_seed(cfg.seed, round_no, "train")
     policy = load_seeded(RunDir(run).abs(state["policy"]), seed, fresh=True)
     pc = policy.config

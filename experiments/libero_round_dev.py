@@ -34,27 +34,13 @@ from experiments.libero_loop_sft import DEV_SEED0, scored
 def round_groups(run: Path, round_no: int) -> tuple[Any, list[tuple[Any, list[Path]]], Path]:
     """(config, the (training program, episodes) groups the round's update shaped, the policy it started
     from), read from the run's checkpoints: the state the `train` node of round `round_no` was given."""
-    from agents.graph.nodes.learn import _aw_groups
+    from agents.graph.nodes.learn import aw_groups
     from agents.graph.rundir import RunDir
-    from agents.replay import history, open_app
+    from agents.replay import node_inputs
 
+    cfg, state = node_inputs(run, round_no)
     rd = RunDir(run)
-    with open_app(rd) as app:
-        snaps = history(app)
-    for s in snaps:
-        if s.next == ("train",) and s.values.get("round") == round_no:
-            state = s.values
-            break
-    else:
-        raise LookupError(f"{run}: no checkpoint before round {round_no}'s update (did the run reach it?)")
-    deps = argparse.Namespace(run=rd, config=_config(run))
-    return deps.config, _aw_groups(deps, state), rd.abs(state["policy"])
-
-
-def _config(run: Path) -> Any:
-    from agents.run import read_config_file
-
-    return read_config_file(run / "config.json", "config.json")
+    return cfg, aw_groups(argparse.Namespace(run=rd, config=cfg), state), rd.abs(state["policy"])
 
 
 def dev_job(args: tuple[Any, ...]) -> dict[str, Any]:
@@ -129,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     for rn in a.rounds:
         try:
             cfg, groups, start = round_groups(a.run, rn)
-        except (LookupError, UsageError, ValueError) as e:
+        except (UsageError, ValueError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         evaluate(f"round{rn}_start", start, cfg, {"policy": str(start)})
@@ -145,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                         seed=stable_seed(cfg.seed, rn, "train"))
                 evaluate(key, path, cfg, trained)
     for path in a.also:
-        evaluate(str(path), path, _config(a.run), {"policy": str(path)})
+        evaluate(str(path), path, cfg, {"policy": str(path)})  # cfg: the run's (--rounds has one at least)
     return 0
 
 

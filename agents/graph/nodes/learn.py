@@ -105,7 +105,7 @@ def bootstrap(state: RoundState, deps: Deps) -> dict[str, Any]:
                                                   "demos": len(demos)}}
 
 
-def _aw_groups(deps: Deps, state: RoundState) -> list[tuple[Any, list[Path]]]:
+def aw_groups(deps: Deps, state: RoundState) -> list[tuple[Any, list[Path]]]:
     """(training program, its episodes) per program: each slot's training-scene rollouts and demos."""
     by_scene = outcomes(deps, state.get("rollouts", []))
     groups: dict[str, list[Path]] = defaultdict(list)
@@ -143,7 +143,7 @@ def train(state: RoundState, deps: Deps) -> dict[str, Any]:
         elif method.update == "sft":
             made = deps.trainer.finetune(src, demos, out)
         else:
-            made = deps.trainer.aw_update(src, _aw_groups(deps, state), out, shaping=method.shaping,
+            made = deps.trainer.aw_update(src, aw_groups(deps, state), out, shaping=method.shaping,
                                           seed=stable_seed(deps.config.seed, r, "train"))
         info = _record(deps, r, {"update": method.update, **made})
     return {"policy": deps.run.rel(out), "train_metrics": info, "demo_history": _history(state)}
