@@ -1,0 +1,38 @@
+"""What every LIBERO pick-place family shares (`sim/families/libero_object/`, `sim/families/libero_spatial/`):
+scenes that name a task of the family's suite (`SceneSpec.libero`), one seed scene per task of its scene
+builder's `TASKS`, pick-place phases read from the goal `(obj, target)`, and the expert played in LIBERO."""
+
+from __future__ import annotations
+
+from sim.experts.plans import pick_place_phase
+from sim.experts.primitives import ScriptedExpert
+from sim.families.base import TaskFamily
+from sim.predicates import goal_reached
+from sim.scene import SceneSpec
+from sim.world import WorldState
+
+
+class LiberoPickPlaceFamily(TaskFamily):
+    """A family in LIBERO's world whose goal carries an object to a target; subclasses set `name`,
+    `builder` (with its `TASKS`), `factors` and `seed_count`."""
+
+    phases = ("approach", "grasp", "lift", "transport", "place", "release", "done")
+    phase_stages = {"approach": ("reach",), "grasp": ("grasp",), "lift": ("lift",),
+                    "transport": ("carry",), "place": None, "release": None}
+    world = "libero"
+
+    @classmethod
+    def seed_scenes(cls) -> list[SceneSpec]:
+        """Every task of the family once, in distribution (the task file's own layout and words)."""
+        return [cls.make_scene({"task": {"task": t}}, 1000 + i) for i, t in enumerate(cls.builder.TASKS)]
+
+    @classmethod
+    def expert(cls, spec: SceneSpec) -> ScriptedExpert:
+        raise NotImplementedError("a LIBERO scene's expert acts in LIBERO: run it with "
+                                  "sim.episode.run_episode (policy None), which plays "
+                                  "sim.libero.expert.PickPlaceExpert")
+
+    @classmethod
+    def phase(cls, spec: SceneSpec, s: WorldState) -> str:
+        obj, target = (str(a) for a in spec.goal[0].args)
+        return pick_place_phase(s, obj, s.position(target)[:2], 0.05, goal_reached(s, spec.goal))
