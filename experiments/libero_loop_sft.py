@@ -75,15 +75,20 @@ def dev_episode(args: tuple[Any, ...]) -> dict[str, Any]:
     """One development scene of `family` (seed) with the policy at `path`: (path, family, seed, max_steps)
     samples the scene in distribution; a fifth element, factor values, makes that scene instead."""
     path, family, seed, max_steps, *factors = args
-    from coda_policy.awr import load_seeded
-    from sim.episode import run_episode
     from sim.families import get_family
 
     fam = get_family(family)
-    spec = fam.make_scene(factors[0], seed) if factors else fam.sample_scene(seed)
+    return act(path, fam.make_scene(factors[0], seed) if factors else fam.sample_scene(seed), max_steps)
+
+
+def act(path: str, spec: Any, max_steps: int) -> dict[str, Any]:
+    """The policy at `path` (sampling seed 0) in scene `spec`: its task, start, outcome and seed."""
+    from coda_policy.awr import load_seeded
+    from sim.episode import run_episode
+
     ep = run_episode(spec, load_seeded(path, 0).bind(spec), max_steps=max_steps, record_every=20)
     f = spec.factors
-    return {"seed": seed, "task": f["task"]["task"], "start": f["spatial"]["start"],
+    return {"seed": spec.seed, "task": f["task"]["task"], "start": f["spatial"]["start"],
             "success": bool(ep.success), "failing_phase": ep.failing_phase}
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from common.cli import UsageError, comma_list
-from experiments.libero_loop_sft import DEV_SEED0, scored
+from experiments.libero_loop_sft import DEV_SEED0, act, scored
 
 
 def round_groups(run: Path, round_no: int) -> tuple[Any, list[tuple[Any, list[Path]]], Path]:
@@ -46,15 +46,9 @@ def round_groups(run: Path, round_no: int) -> tuple[Any, list[tuple[Any, list[Pa
 def dev_job(args: tuple[Any, ...]) -> dict[str, Any]:
     """One development scene: (policy path, family, seed, max_steps, ood)."""
     path, family, seed, max_steps, ood = args
-    from coda_policy.awr import load_seeded
-    from sim.episode import run_episode
     from sim.families import get_family
 
-    spec = get_family(family).sample_scene(seed, ood=ood)
-    ep = run_episode(spec, load_seeded(path, 0).bind(spec), max_steps=max_steps, record_every=20)
-    f = spec.factors
-    return {"seed": seed, "ood": ood, "task": f["task"]["task"], "start": f["spatial"]["start"],
-            "success": bool(ep.success), "failing_phase": ep.failing_phase}
+    return {**act(path, get_family(family).sample_scene(seed, ood=ood), max_steps), "ood": ood}
 
 
 def score(eps: list[dict[str, Any]], trained: dict[str, Any]) -> dict[str, Any]:
