@@ -81,14 +81,23 @@ def dev_episode(args: tuple[Any, ...]) -> dict[str, Any]:
     return act(path, fam.make_scene(factors[0], seed) if factors else fam.sample_scene(seed), max_steps)
 
 
+def start_of(spec: Any) -> str:
+    """Where the scene's task starts, as results group it: the value of its family's first spatial factor
+    (libero_object's `start`, the item's layout; libero_spatial's `plate`, where the plate starts)."""
+    from sim.families import get_family
+
+    where = next(d.name for d in get_family(spec.family).factors if d.group == "spatial")
+    return str(spec.factors["spatial"][where])
+
+
 def act(path: str, spec: Any, max_steps: int) -> dict[str, Any]:
-    """The policy at `path` (sampling seed 0) in scene `spec`: its task, start, outcome and seed."""
+    """The policy at `path` (sampling seed 0) in scene `spec`: its task, start (`start_of`), outcome and
+    seed."""
     from coda_policy.awr import load_seeded
     from sim.episode import run_episode
 
     ep = run_episode(spec, load_seeded(path, 0).bind(spec), max_steps=max_steps, record_every=20)
-    f = spec.factors
-    return {"seed": spec.seed, "task": f["task"]["task"], "start": f["spatial"]["start"],
+    return {"seed": spec.seed, "task": spec.factors["task"]["task"], "start": start_of(spec),
             "success": bool(ep.success), "failing_phase": ep.failing_phase}
 
 

@@ -41,3 +41,12 @@ def test_demonstrations_from_another_directory(tmp_path):
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match="empty: no successful demo"):
         libero_loop_sft.seed_demos(tmp_path, 5, empty)
+
+
+def test_a_scene_start_is_its_family_first_spatial_factor_for_both_libero_families():
+    from sim.families import get_family
+
+    obj = get_family("libero_object").make_scene({"spatial": {"start": "swap1"}}, 3)
+    spatial = get_family("libero_spatial").make_scene(
+        {"task": {"task": "on_stove"}, "spatial": {"plate": "swap2"}}, 3)
+    assert (libero_loop_sft.start_of(obj), libero_loop_sft.start_of(spatial)) == ("swap1", "swap2")
