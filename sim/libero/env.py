@@ -182,6 +182,18 @@ class LiberoEnv:
             out.append((_CORNERS * h + c) @ d.geom_xmat[g].reshape(3, 3).T + d.geom_xpos[g])
         return np.concatenate(out)
 
+    def inside(self, name: str, points: np.ndarray) -> np.ndarray:
+        """Which of `points` (k, 3) lie inside the box of one of an object's or fixture's collision geoms
+        (each geom's own oriented box)."""
+        self._corners(name)  # caches its geoms
+        m, d = self._inner.sim.model, self._inner.sim.data
+        hit = np.zeros(len(points), dtype=bool)
+        for g in self._geoms[name]:
+            c, h = m.geom_aabb[g][:3], m.geom_aabb[g][3:]
+            local = (points - d.geom_xpos[g]) @ d.geom_xmat[g].reshape(3, 3)
+            hit |= (np.abs(local - c) <= h).all(axis=1)
+        return hit
+
     def box(self, name: str) -> Box:
         """World axis-aligned bounding box of an object's or fixture's collision geoms."""
         corners = self._corners(name)

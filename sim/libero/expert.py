@@ -7,9 +7,12 @@ open). That is every task of `libero_spatial` and `libero_object` and the pick-p
 
 The motion, each stage a phase label: approach (above the grasp point) → grasp (descend, close) → lift →
 transport (at a safe height to above the target) → place (descend) → release → retreat. Bowls are taken by
-the rim (fingers across the wall), everything else across its middle from above. Positions come from the
-simulator (object bounding boxes, region sites), recomputed where they matter: the grasp point when the
-approach starts, the target when transport starts, the object's height below the hand once it is held.
+the rim (fingers across the wall): on the +y side, or, where a wall stands in the outer finger's way (a
+drawer), on the nearest clear side with the hand turned about the vertical; a bowl that tipped over (off
+LIBERO's ramekin) at its highest rim point. Everything else is taken across its middle from above.
+Positions come from the simulator (object bounding boxes, region sites), recomputed where they matter: the
+grasp point when the approach starts and again when it ends (the hand approaches again if the object
+moved), the target when transport starts, the object's height below the hand once it is held.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ GAIN = 12.0  # position error (m) → action units; an action of 1 moves the set
 OPEN, CLOSE = -1.0, 1.0
 STALL_STEPS, STALL_M = 6, 0.002  # a move ends early when the hand went less than 2 mm in 6 steps
 STALL_RAD = 0.01  # ... and, when it turns, its orientation error changed less than this (rad)
+TILTED, TILTED_DEPTH = 0.3, 0.015  # a bowl leaning more than this (rad) is taken this far below its high rim
+FINGER_OUT = (0.025, 0.04, 0.055)  # m beyond the rim: where the open outer finger (its outer face) comes down
+REAIM_M = 0.005  # the grasp point moved this far during the approach: approach it again
 ROT_GAIN, ROT_TOL = 2.0, 0.05  # orientation error (rad) → action units (1 turns 0.5 rad); done within (rad)
 
 
@@ -131,6 +137,60 @@ class PickPlaceExpert(ScriptedExpert):
             top = max(top, float(env.box(owner).hi[2]))
         return p[:2], top
 
+    def _grasp(self, b: Box) -> tuple[np.ndarray, np.ndarray | None]:
+        """Where to close the hand, and the hand orientation to close it in (None: as it is). A bowl is
+        taken by the rim, the fingers across the wall: upright, on its +y side as the hand stands, or —
+        when that finger's path is blocked (a drawer's wall) — on the nearest side whose path is free, the
+        hand turned about the vertical; leaning (it slid or tipped off a support), at its highest rim
+        point, a little below the rim and outward along the wall's slant."""
+        if "bowl" not in self.obj:
+            return self._grasp_point(b), None
+        pos, mat = self.env.pose(self.obj)
+        axis = mat[:, 2]
+        tilt = float(np.arccos(np.clip(axis[2], -1.0, 1.0)))
+        if tilt < TILTED:
+            side = self._free_side(b)
+            if side is None:
+                return self._grasp_point(b), None
+            r = max(float(min(b.size[0], b.size[1])) / 2 - 0.008, 0.0)
+            return np.r_[b.center[:2] + r * side, b.hi[2] - 0.02], self._turned(side)
+        c, h = self.env.local_box(self.obj)
+        rim_r = max(float(min(h[0], h[1])) - 0.008, 0.0)
+        up = np.array([0.0, 0.0, 1.0]) - axis[2] * axis  # the rim's highest direction from its centre
+        up /= float(np.linalg.norm(up))
+        rim = pos + mat @ np.r_[c[:2], c[2] + h[2]] + rim_r * up
+        out = up[:2] / float(np.linalg.norm(up[:2]))
+        g = np.r_[rim[:2] + out * TILTED_DEPTH * np.tan(min(tilt, 1.2)), rim[2] - TILTED_DEPTH]
+        return g, self._turned(out)
+
+    def _turned(self, side: np.ndarray) -> np.ndarray:
+        """The hand orientation whose fingers close along the horizontal direction `side` (they close along
+        world y as the hand starts): the start turned about the vertical by at most 90°."""
+        yaw = float(np.arctan2(-side[0], side[1]))
+        yaw = (yaw + np.pi / 2) % np.pi - np.pi / 2
+        cz, sz = np.cos(yaw), np.sin(yaw)
+        return np.array([[cz, -sz, 0.0], [sz, cz, 0.0], [0.0, 0.0, 1.0]]) @ self.hand0
+
+    def _free_side(self, b: Box) -> np.ndarray | None:
+        """None when the outer finger's way down on the bowl's +y side is clear of every other object and
+        fixture; else the horizontal direction nearest +y (of 16) whose way is clear, or None if none is."""
+        others = [n for n in (*self.env.object_names, *self.env.fixture_names) if n != self.obj]
+        r = float(min(b.size[0], b.size[1])) / 2
+        top = float(b.hi[2])
+
+        def blocked(d: np.ndarray) -> bool:
+            across = np.array([-d[1], d[0]])
+            pts = [np.r_[b.center[:2] + (r + out) * d + w * across, top + z]
+                   for out in FINGER_OUT for w in (-0.01, 0.0, 0.01) for z in (-0.02, 0.0, 0.03, 0.06)]
+            return any(self.env.inside(n, np.array(pts)).any() for n in others)
+
+        from_y = lambda a: abs((a - np.pi / 2 + np.pi) % (2 * np.pi) - np.pi)  # noqa: E731
+        angles = sorted(np.arange(16) * np.pi / 8, key=from_y)
+        dirs = [np.array([np.cos(a), np.sin(a)]) for a in angles]
+        if not blocked(dirs[0]):
+            return None
+        return next((d for d in dirs[1:] if not blocked(d)), None)
+
     def _grasp_point(self, b: Box) -> np.ndarray:
         if "bowl" in self.obj:  # by the rim: fingers (closing along y) across the wall
             r = max(float(min(b.size[0], b.size[1])) / 2 - 0.008, 0.0)
@@ -140,16 +200,23 @@ class PickPlaceExpert(ScriptedExpert):
 
     # ---- the script ------------------------------------------------------------------------------------
     def _script(self) -> Iterator[np.ndarray]:
+        import robosuite.utils.transform_utils as T
+
         env = self.env
+        self.hand0 = T.quat2mat(np.asarray(env.obs["robot0_eef_quat"], dtype=float))  # turns are from this
         b = env.box(self.obj)
-        g = self._grasp_point(b)
+        g, rot = self._grasp(b)
         self.phase = "approach"
-        yield from move(env, g + [0, 0, 0.12], OPEN, 90, 0.01)
+        yield from move(env, g + [0, 0, 0.12], OPEN, 90, 0.01, rot)
+        now, rot = self._grasp(env.box(self.obj))
+        if float(np.linalg.norm(now - g)) > REAIM_M:  # it moved while the hand came (settling off a support)
+            g, b = now, env.box(self.obj)
+            yield from move(env, g + [0, 0, 0.12], OPEN, 40, 0.01, rot)
         self.phase = "grasp"
-        yield from move(env, g, OPEN, 60, 0.005)
-        yield from hold(CLOSE, 15)
+        yield from move(env, g, OPEN, 60, 0.005, rot)
+        yield from hold(CLOSE, 15, env, rot)
         self.phase = "lift"
-        yield from move(env, env.eef + [0, 0, 0.18], CLOSE, 50, 0.01)
+        yield from move(env, env.eef + [0, 0, 0.18], CLOSE, 50, 0.01, rot)
         held = env.box(self.obj)
         self.lifted = bool(held.lo[2] > b.lo[2] + 0.03)
         hang = float(env.eef[2] - held.lo[2])  # the object's bottom this far below the hand
