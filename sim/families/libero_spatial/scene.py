@@ -13,10 +13,9 @@ control, can move either); the other partners, directions and paraphrases are th
 shell. LIBERO builds the scene from the installed package's BDDL (`sim.libero.world.libero_scene`) and
 samples each object's start inside its region from the scene's seed.
 The plate's partners are the objects starting on a placement rectangle of the table, less the bowl the
-task names and the one LIBERO-Pro's `libero_spatial_swap` file swaps the plate with (the benchmark's own
-perturbation stays held out; the paraphrases are not `libero_spatial_lan`'s wording). Two tasks are left
-out: the bowl on the ramekin and the bowl in the cabinet's top drawer, which the scripted expert cannot
-grasp (0/10 each on the original suite: no scene of them would pass validity).
+task names and the one LIBERO-Pro's `libero_spatial_swap` file swaps the plate with or puts it on (the
+benchmark's own perturbation stays held out; the paraphrases are not `libero_spatial_lan`'s wording).
+All ten tasks of the suite.
 Sandbox-clean subset: numpy and `sim.scene` only, no `str.format`; `FACTORS` is read as a literal.
 """
 
@@ -64,6 +63,15 @@ TASKS = {
         "pick_up_the_black_bowl_on_the_wooden_cabinet_and_place_it_on_the_plate", "on the wooden cabinet",
         "Pick the akita black bowl on the wooden cabinet and place it on the plate",
         ("cookies_1", "flat_stove_1", "wooden_cabinet_1")),
+    "on_ramekin": (
+        "pick_up_the_black_bowl_on_the_ramekin_and_place_it_on_the_plate", "on the ramekin",
+        "Pick the akita black bowl on the ramekin and place it on the plate",
+        ("flat_stove_1", "glazed_rim_porcelain_ramekin_1", "wooden_cabinet_1")),
+    "in_drawer": (
+        "pick_up_the_black_bowl_in_the_top_drawer_of_the_wooden_cabinet_and_place_it_on_the_plate",
+        "in the top layer of the wooden cabinet",
+        "Pick the akita black bowl in the top layer of the wooden cabinet and place it on the plate",
+        ("flat_stove_1", "glazed_rim_porcelain_ramekin_1", "wooden_cabinet_1")),
 }
 SHIFTS = {"none": None, "plus_y": (0.0, 0.05), "minus_y": (0.0, -0.05), "plus_x": (0.05, 0.0),
           "minus_x": (-0.05, 0.0)}  # m, the plate's start region moved on the table
@@ -73,7 +81,7 @@ PARAPHRASES = {"put": "put the black bowl {where} on the plate",
 FACTORS = (
     {"name": "task", "group": "task", "type": "choice", "default": "between_plate_ramekin",
      "choices": ("between_plate_ramekin", "next_to_ramekin", "table_center", "on_cookie_box",
-                 "next_to_cookie_box", "on_stove", "next_to_plate", "on_cabinet"),
+                 "next_to_cookie_box", "on_stove", "next_to_plate", "on_cabinet", "on_ramekin", "in_drawer"),
      "kind": "task_kind",
      "doc": "which bowl goes on the plate, by its place (the suite's task; `TASKS`' keys)"},
     {"name": "wording", "group": "task", "type": "choice", "default": "bddl", "choices": ("bddl", "put"),
