@@ -154,6 +154,10 @@ class LearnConfig:
     # which rollout chunks the weighted update imitates: "all", or "success" (successful rollouts only; the
     # chunk critic still fits every chunk). See `AWRConfig.rollouts`
     awr_rollouts: str = "all"
+    # share of the weighted update's demonstrations that are the round's own (its training scenes'), the
+    # rest the replayed history (`replay`): the round's are repeated to reach it (`agents.graph.nodes.learn.
+    # aw_groups`). 0: every demonstration once, so 4 new beside 300 replayed are ~1 % of the update
+    round_share: float = 0.0
     # expert chunks start every this many steps of a demonstration
     demo_stride: int = 2
     # train each round on every expert demonstration so far (the bootstrap's and earlier rounds', beside the
@@ -175,6 +179,8 @@ class LearnConfig:
     def __post_init__(self) -> None:
         check_device_spec(self.device)
         check_device_spec(self.rollout_device)
+        if not 0.0 <= self.round_share < 1.0:
+            raise ValueError(f"learn.round_share must be in [0, 1), got {self.round_share}")
 
 
 # The weighted update every run used before FINDINGS #11 (half of each minibatch from rollouts, failed ones

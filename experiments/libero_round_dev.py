@@ -1,8 +1,8 @@
 """The LIBERO loop's round update, redone at other step sizes: the advantage-weighted update of one round of a
 `--preset libero` run, repeated from the run's own files (the policy the round started from, and the round's
-rollouts, demonstrations and training programs as its checkpoint recorded them) with `learn.awr_lr` and
-`learn.awr_steps` varied, each policy scored on development scenes of the run's family beside the policy the
-round started from.
+rollouts, demonstrations and training programs as its checkpoint recorded them) with `learn.awr_lr`,
+`learn.awr_steps` and `learn.round_share` varied, each policy scored on development scenes of the run's
+family beside the policy the round started from.
 
     python -m experiments.libero_round_dev --run runs/libero_s37 --rounds 1 --lrs 1e-3,3e-4,1e-4,3e-5 \
         --scenes 40 --workers 2 --out runs/libero_round_dev
@@ -31,14 +31,18 @@ from common.cli import UsageError, comma_list
 from experiments.libero_loop_sft import DEV_SEED0, act, scored
 
 
-def round_groups(run: Path, round_no: int) -> tuple[Any, list[tuple[Any, list[Path]]], Path]:
+def round_groups(run: Path, round_no: int, round_share: float | None = None
+                 ) -> tuple[Any, list[tuple[Any, list[Path]]], Path]:
     """(config, the (training program, episodes) groups the round's update shaped, the policy it started
-    from), read from the run's checkpoints: the state the `train` node of round `round_no` was given."""
+    from), read from the run's checkpoints: the state the `train` node of round `round_no` was given; with
+    `round_share`, the groups as `learn.round_share` at that value would have made them."""
     from agents.graph.nodes.learn import aw_groups
     from agents.graph.rundir import RunDir
     from agents.replay import node_inputs
 
     cfg, state = node_inputs(run, round_no)
+    if round_share is not None:
+        cfg = dataclasses.replace(cfg, learn=dataclasses.replace(cfg.learn, round_share=round_share))
     rd = RunDir(run)
     return cfg, aw_groups(argparse.Namespace(run=rd, config=cfg), state), rd.abs(state["policy"])
 
@@ -69,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="learn.awr_lr values")
     ap.add_argument("--steps", type=comma_list(int), default=None,
                     help="learn.awr_steps values (default: the run's)")
+    ap.add_argument("--round-shares", type=comma_list(float), default=None,
+                    help="learn.round_share values: the round's own demonstrations' share of the update "
+                         "(default: the run's)")
     ap.add_argument("--scenes", type=int, default=40,
                     help=f"development scenes, seeds {DEV_SEED0}, ...: the first half in distribution")
     ap.add_argument("--also", type=comma_list(Path), default=[],
@@ -78,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.scenes < 2 or a.workers < 1 or any(x <= 0 for x in a.lrs) or any(s < 1 for s in a.steps or [1]):
         ap.error("--scenes must be >= 2, --workers >= 1, every lr > 0 and every step count >= 1")
+    if any(not 0 <= x < 1 for x in a.round_shares or []):
+        ap.error("every --round-shares value must be in [0, 1)")
     if missing := [str(p) for p in a.also if not p.is_file()]:
         ap.error(f"--also: no such checkpoint: {', '.join(missing)}")
     from agents.graph.nodes.work import stable_seed
@@ -107,23 +116,24 @@ def main(argv: list[str] | None = None) -> int:
         res_path.write_text(json.dumps(results, indent=1) + "\n")
 
     for rn in a.rounds:
-        try:
-            cfg, groups, start = round_groups(a.run, rn)
-        except (UsageError, ValueError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        evaluate(f"round{rn}_start", start, cfg, {"policy": str(start)})
-        for steps in a.steps or [cfg.learn.awr_steps]:
-            for lr in a.lrs:
-                key = f"round{rn}_lr{lr:g}_steps{steps}"
-                path = a.out / f"{key}.pt"
-                trained: dict[str, Any] = {"loaded": str(path)}
-                if not path.exists():
-                    lc = dataclasses.replace(cfg.learn, awr_lr=lr, awr_steps=steps)
-                    trained = PolicyTrainer(lc).aw_update(
-                        start, groups, path, shaping=cfg.method_config.shaping,
-                        seed=stable_seed(cfg.seed, rn, "train"))
-                evaluate(key, path, cfg, trained)
+        for share in a.round_shares or [None]:
+            try:
+                cfg, groups, start = round_groups(a.run, rn, share)
+            except (UsageError, ValueError) as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            evaluate(f"round{rn}_start", start, cfg, {"policy": str(start)})
+            for steps in a.steps or [cfg.learn.awr_steps]:
+                for lr in a.lrs:
+                    key = f"round{rn}_lr{lr:g}_steps{steps}" + (f"_share{share:g}" if share else "")
+                    path = a.out / f"{key}.pt"
+                    trained: dict[str, Any] = {"loaded": str(path)}
+                    if not path.exists():
+                        lc = dataclasses.replace(cfg.learn, awr_lr=lr, awr_steps=steps)
+                        trained = PolicyTrainer(lc).aw_update(
+                            start, groups, path, shaping=cfg.method_config.shaping,
+                            seed=stable_seed(cfg.seed, rn, "train"))
+                    evaluate(key, path, cfg, trained)
     for path in a.also:
         evaluate(str(path), path, cfg, {"policy": str(path)})  # cfg: the run's (--rounds has one at least)
     return 0

@@ -108,3 +108,9 @@ def test_open_deps_builds_the_agents_from_the_run_config(tmp_path) -> None:
     with open_deps(cfg, tmp_path / "run", trainer=FakeTrainer()) as deps:
         assert isinstance(deps.agents, HelperAgents)
         assert deps.agents.critic is cfg.critic and deps.agents.writer is cfg.writer
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.0])
+def test_a_round_share_outside_zero_to_one_is_refused_with_its_name(share: float) -> None:
+    with pytest.raises(ValueError, match="learn.round_share must be in"):
+        LearnConfig(round_share=share)

@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -80,6 +81,17 @@ def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
     trained_on = set(np.load(out / "policy" / "round_01.weights.npz")["episode"].tolist())
     assert {str(p.resolve().with_suffix(".npz")) for _, eps in groups for p in eps} == trained_on
     assert start == out / "policy" / "round_00.pt"
+    # ... and with learn.round_share the round's own demonstrations go in repeated, everything else once
+    from agents.graph.nodes.learn import round_repeat
+    from agents.replay import node_inputs
+
+    _, state = node_inputs(out, 1)
+    new = [str((out / d).resolve()) for s in state["slots"] for d in s["demos"]]
+    replayed = sum(len(v) for v in state["demo_history"].values())
+    k = round_repeat(0.5, len(new), replayed)
+    counts = Counter(str(p.resolve()) for _, eps in round_groups(out, 1, 0.5)[1] for p in eps)
+    assert new and k == round(replayed / len(new)) > 1 and all(counts[d] == k for d in new)
+    assert counts.total() == sum(len(eps) for _, eps in groups) + (k - 1) * len(new)
     readme = (ROOT / "README.md").read_text()
     example = readme.split("<!-- library-example -->\n```python\n")[1].split("```")[0]
     ran = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True,

@@ -109,15 +109,25 @@ def aw_groups(deps: Deps, state: RoundState) -> list[tuple[Any, list[Path]]]:
     """(training program, its episodes) per program: each slot's training-scene rollouts and demos."""
     by_scene = outcomes(deps, state.get("rollouts", []))
     groups: dict[str, list[Path]] = defaultdict(list)
+    history = state.get("demo_history", {}) if deps.config.learn.replay else {}
+    repeat = round_repeat(deps.config.learn.round_share, sum(len(s["demos"]) for s in state["slots"]),
+                           sum(len(d) for d in history.values()))
     for slot in state["slots"]:
         tp = slot["train_program"] or seed_programs(deps, slot["family"])[1]
         groups[tp] += [deps.run.abs(by_scene[scene_id(s)].path) for s in slot["accepted"]
                        if scene_id(s) in by_scene]
-        groups[tp] += [deps.run.abs(d) for d in slot["demos"]]
-    if deps.config.learn.replay:  # earlier rounds' demos, shaped by their family's seed training program
-        for family, demos in state.get("demo_history", {}).items():
-            groups[seed_programs(deps, family)[1]] += [deps.run.abs(d) for d in demos]
+        groups[tp] += [deps.run.abs(d) for d in slot["demos"]] * repeat
+    for family, demos in history.items():  # earlier rounds' demos, shaped by their family's seed program
+        groups[seed_programs(deps, family)[1]] += [deps.run.abs(d) for d in demos]
     return [(load_program(deps, tp), eps) for tp, eps in groups.items() if eps]
+
+
+def round_repeat(share: float, new: int, replayed: int) -> int:
+    """How many times the round's `new` demonstrations go into the update beside `replayed` ones so that
+    they are about `share` of all (`LearnConfig.round_share`); once when the share is 0 or either is none."""
+    if share <= 0 or not new or not replayed:
+        return 1
+    return max(1, round(share / (1 - share) * replayed / new))
 
 
 def _history(state: RoundState) -> dict[str, list[str]]:
