@@ -165,19 +165,23 @@ class LiberoEnv:
         sim = self._inner.sim
         return np.asarray(sim.data.site_xpos[sim.model.site_name2id(name)], dtype=float).copy()
 
-    def _corners(self, name: str) -> np.ndarray:
-        """World corners (8k, 3) of the boxes of every collision geom of an object or fixture (its bodies
-        are named after it)."""
-        sim = self._inner.sim
-        m, d = sim.model, sim.data
+    def _collision_geoms(self, name: str) -> list[int]:
+        """The collision geoms of an object or fixture (its bodies are named after it)."""
         if name not in self._geoms:
+            m = self._inner.sim.model
             bodies = {i for i in range(m.nbody) if (m.body_id2name(i) or "").startswith(name)}
             self._geoms[name] = [g for g in range(m.ngeom) if m.geom_bodyid[g] in bodies
                                  and (m.geom_contype[g] != 0 or m.geom_conaffinity[g] != 0)]
         if not self._geoms[name]:
             raise KeyError(f"{self.name}: no collision geometry named {name!r}")
+        return self._geoms[name]
+
+    def _corners(self, name: str) -> np.ndarray:
+        """World corners (8k, 3) of the boxes of every collision geom of an object or fixture (its bodies
+        are named after it)."""
+        m, d = self._inner.sim.model, self._inner.sim.data
         out = []
-        for g in self._geoms[name]:
+        for g in self._collision_geoms(name):
             c, h = m.geom_aabb[g][:3], m.geom_aabb[g][3:]
             out.append((_CORNERS * h + c) @ d.geom_xmat[g].reshape(3, 3).T + d.geom_xpos[g])
         return np.concatenate(out)
@@ -185,10 +189,9 @@ class LiberoEnv:
     def inside(self, name: str, points: np.ndarray) -> np.ndarray:
         """Which of `points` (k, 3) lie inside the box of one of an object's or fixture's collision geoms
         (each geom's own oriented box)."""
-        self._corners(name)  # caches its geoms
         m, d = self._inner.sim.model, self._inner.sim.data
         hit = np.zeros(len(points), dtype=bool)
-        for g in self._geoms[name]:
+        for g in self._collision_geoms(name):
             c, h = m.geom_aabb[g][:3], m.geom_aabb[g][3:]
             local = (points - d.geom_xpos[g]) @ d.geom_xmat[g].reshape(3, 3)
             hit |= (np.abs(local - c) <= h).all(axis=1)
