@@ -240,18 +240,18 @@ def evaluate(suite: str, perturb: str, policy: str, episodes: int, n_tasks: int 
 
 
 def spawn_map(fn: Any, jobs: list[Any], workers: int) -> Iterator[Any]:
-    """`fn` over `jobs`, in order: in this process with `workers` ≤ 1, else on `workers` spawned processes
-    (a LIBERO environment lives in one process; BLAS threads 1 per worker). `fn` must be importable."""
+    """`fn` over `jobs`, in order, on `workers` spawned processes — one too, never this process (a LIBERO
+    environment lives in one process; BLAS/OpenMP threads 1 in each). An episode's outcome depends on the
+    thread count (libero_object development seed 90,032 succeeds with one BLAS thread and fails with this
+    machine's default), so every evaluation runs under the same setting whatever `workers` is. `fn` must
+    be importable."""
     import multiprocessing
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    if workers <= 1:
-        yield from map(fn, jobs)
-        return
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+    with ProcessPoolExecutor(max(1, workers), mp_context=multiprocessing.get_context("spawn")) as ex:
         yield from ex.map(fn, jobs)
 
 

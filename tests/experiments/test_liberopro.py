@@ -68,3 +68,20 @@ def test_the_listing_prints_the_instruction_actually_given(capsys) -> None:
     assert "open the cabinet’s middle drawer" in out and "what Task.language would have given" in out
     assert main(["--list", "--all"]) == 0
     assert capsys.readouterr().out.count("\n") == len(SUITES) * len(PERTURB)
+
+
+def _where(_job: int) -> tuple[int, str | None]:
+    import os
+
+    return os.getpid(), os.environ.get("OPENBLAS_NUM_THREADS")
+
+
+def test_one_worker_runs_in_a_spawned_one_thread_process_as_several_do() -> None:
+    """An episode's outcome depends on the BLAS thread count, so `--workers 1` must not run in this
+    process (with its threads) while `--workers 2` runs in one-thread workers."""
+    import os
+
+    from experiments.liberopro import spawn_map
+
+    got = list(spawn_map(_where, [0, 1], 1))
+    assert all(pid != os.getpid() and blas == "1" for pid, blas in got)
