@@ -102,8 +102,12 @@ class PickPlaceExpert(ScriptedExpert):
         goal = env.goal
         if len(goal) != 1 or goal[0][0] not in ("on", "in") or not env.is_object(goal[0][1]):
             raise UnsupportedGoal(f"{env.name}: goal {goal} is not (On|In movable-object target)")
+        import robosuite.utils.transform_utils as T
+
         self.env = env
         self.obj, self.target = goal[0][1], goal[0][2]
+        # the hand's orientation at the start (after the reset): every turn is from it
+        self.hand0 = T.quat2mat(np.asarray(env.obs["robot0_eef_quat"], dtype=float))
         self.phase = PHASES[0]
         self.lifted: bool | None = None  # after the lift: did the object leave its support?
         self._plan = self._script()
@@ -152,8 +156,7 @@ class PickPlaceExpert(ScriptedExpert):
             side = self._free_side(b)
             if side is None:
                 return self._grasp_point(b), None
-            r = max(float(min(b.size[0], b.size[1])) / 2 - 0.008, 0.0)
-            return np.r_[b.center[:2] + r * side, b.hi[2] - 0.02], self._turned(side)
+            return self._rim(b, side), self._turned(side)
         c, h = self.env.local_box(self.obj)
         rim_r = max(float(min(h[0], h[1])) - 0.008, 0.0)
         up = np.array([0.0, 0.0, 1.0]) - axis[2] * axis  # the rim's highest direction from its centre
@@ -191,19 +194,21 @@ class PickPlaceExpert(ScriptedExpert):
             return None
         return next((d for d in dirs[1:] if not blocked(d)), None)
 
+    @staticmethod
+    def _rim(b: Box, side: np.ndarray) -> np.ndarray:
+        """An upright bowl's grasp point on its rim on horizontal side `side`: on the wall, 2 cm down."""
+        r = max(float(min(b.size[0], b.size[1])) / 2 - 0.008, 0.0)
+        return np.r_[b.center[:2] + r * side, b.hi[2] - 0.02]
+
     def _grasp_point(self, b: Box) -> np.ndarray:
         if "bowl" in self.obj:  # by the rim: fingers (closing along y) across the wall
-            r = max(float(min(b.size[0], b.size[1])) / 2 - 0.008, 0.0)
-            return np.array([b.center[0], b.center[1] + r, b.hi[2] - 0.02])
+            return self._rim(b, np.array([0.0, 1.0]))
         z = max(float(b.hi[2]) - min(0.03, float(b.size[2]) / 2), float(b.lo[2]) + 0.015)
         return np.array([b.center[0], b.center[1], z])
 
     # ---- the script ------------------------------------------------------------------------------------
     def _script(self) -> Iterator[np.ndarray]:
-        import robosuite.utils.transform_utils as T
-
         env = self.env
-        self.hand0 = T.quat2mat(np.asarray(env.obs["robot0_eef_quat"], dtype=float))  # turns are from this
         b = env.box(self.obj)
         g, rot = self._grasp(b)
         self.phase = "approach"

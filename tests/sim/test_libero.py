@@ -42,8 +42,6 @@ def test_the_scripted_expert_solves_a_libero_spatial_task_from_its_first_init_st
 def test_a_bowl_in_the_drawer_is_taken_from_a_side_whose_way_down_is_clear():
     """In the cabinet's top drawer the outer finger's way down on the bowl's +y side meets the drawer's
     wall; on the suite's first task it is clear (the grasp there is the one the expert always made)."""
-    import robosuite.utils.transform_utils as T
-
     from sim.libero.env import LiberoEnv
     from sim.libero.expert import PickPlaceExpert
 
@@ -53,7 +51,6 @@ def test_a_bowl_in_the_drawer_is_taken_from_a_side_whose_way_down_is_clear():
         env = LiberoEnv.for_task(task)
         env.reset(init_states(task)[0])
         ex = PickPlaceExpert(env)
-        ex.hand0 = T.quat2mat(np.asarray(env.obs["robot0_eef_quat"], dtype=float))
         sides[key] = ex._free_side(env.box(ex.obj))
         g, rot = ex._grasp(env.box(ex.obj))
         env.close()
