@@ -91,11 +91,9 @@ class DrawerExpert(ScriptedExpert):
         return d.geom_xpos[handle].copy(), pull / np.linalg.norm(pull)
 
     def _script(self) -> Iterator[np.ndarray]:
-        import robosuite.utils.transform_utils as T
-
         env = self.env
         bar, pull = self._handle()
-        start, home = T.quat2mat(np.asarray(env.obs["robot0_eef_quat"], dtype=float)), env.eef
+        start, home = env.eef_mat, env.eef
         rot = _facing(pull, start)
         grip = OPEN if self.how == "open" else CLOSE
         self.phase = "turn"

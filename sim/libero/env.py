@@ -139,6 +139,13 @@ class LiberoEnv:
         return np.asarray(self.obs["robot0_eef_pos"], dtype=float).copy()
 
     @property
+    def eef_mat(self) -> np.ndarray:
+        """The hand's world orientation (3×3), from the observation's quaternion."""
+        import robosuite.utils.transform_utils as T
+
+        return T.quat2mat(np.asarray(self.obs["robot0_eef_quat"], dtype=float))
+
+    @property
     def gripper_width(self) -> float:
         q = self.obs["robot0_gripper_qpos"]
         return float(abs(q[0]) + abs(q[1]))

@@ -42,8 +42,7 @@ def _rot_error(env: LiberoEnv, rot: np.ndarray) -> np.ndarray:
     """The axis-angle (rad, world frame) that turns the hand's orientation into `rot`."""
     import robosuite.utils.transform_utils as T
 
-    now = T.quat2mat(np.asarray(env.obs["robot0_eef_quat"], dtype=float))
-    return np.asarray(T.quat2axisangle(T.mat2quat(rot @ now.T)), dtype=float)
+    return np.asarray(T.quat2axisangle(T.mat2quat(rot @ env.eef_mat.T)), dtype=float)
 
 
 def move(env: LiberoEnv, target: np.ndarray, grip: float, max_steps: int,
@@ -102,12 +101,9 @@ class PickPlaceExpert(ScriptedExpert):
         goal = env.goal
         if len(goal) != 1 or goal[0][0] not in ("on", "in") or not env.is_object(goal[0][1]):
             raise UnsupportedGoal(f"{env.name}: goal {goal} is not (On|In movable-object target)")
-        import robosuite.utils.transform_utils as T
-
         self.env = env
         self.obj, self.target = goal[0][1], goal[0][2]
-        # the hand's orientation at the start (after the reset): every turn is from it
-        self.hand0 = T.quat2mat(np.asarray(env.obs["robot0_eef_quat"], dtype=float))
+        self.hand0 = env.eef_mat  # the hand's orientation at the start (after the reset): turns are from it
         self.phase = PHASES[0]
         self.lifted: bool | None = None  # after the lift: did the object leave its support?
         self._plan = self._script()

@@ -97,8 +97,6 @@ class LiberoReader:
         return np.asarray(p, float) - [0.0, 0.0, self.support]
 
     def read(self) -> WorldState:
-        import robosuite.utils.transform_utils as T
-
         env = self.env
         d = env._inner.sim.data
         poses = [env.pose(n) for n in self.objects]
@@ -111,7 +109,7 @@ class LiberoReader:
         return WorldState(
             layout=self.layout,
             ee_pos=self._up(env.eef),
-            ee_mat=T.quat2mat(np.asarray(env.obs["robot0_eef_quat"], float)),
+            ee_mat=env.eef_mat,
             gripper=env.gripper_width,
             obj_pos=pos,
             obj_mat=mats.reshape(-1, 3, 3),
