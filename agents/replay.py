@@ -8,7 +8,8 @@
 A fork copies the run directory, rolls memory (Chroma + ledger), metrics and every per-round file back to
 the chosen round boundary (a `report` checkpoint), and makes that checkpoint the head of the copy's
 thread; `--run` then replays the following rounds there (the same as `python -m agents.run --out COPY
---resume`). The original run is never touched.
+--resume`). The original run is never touched. Everything here reads the copy's own branch (`history`),
+not the parent's checkpoints after the fork point, which its trace keeps.
 """
 
 from __future__ import annotations
@@ -50,10 +51,19 @@ def open_app(run: RunDir) -> Iterator[Any]:
 
 
 def history(app: Any) -> list[Any]:
-    """Every checkpoint of the run's thread, oldest first."""
+    """The checkpoints the run's head descends from, oldest first. Not every checkpoint of the thread: a
+    fork's copy still holds its parent's checkpoints after the fork point (the branch it left), whose
+    round numbers and steps repeat the fork's own and whose files the fork has replaced."""
     from agents.graph.build import thread_config
 
-    return list(reversed(list(app.get_state_history(thread_config()))))
+    snaps = list(app.get_state_history(thread_config()))  # every branch, newest first: [0] is the head
+    by_id = {s.config["configurable"]["checkpoint_id"]: s for s in snaps}
+    line, snap = [], snaps[0] if snaps else None
+    while snap is not None:
+        line.append(snap)
+        parent = snap.parent_config
+        snap = by_id.get(parent["configurable"]["checkpoint_id"]) if parent else None
+    return line[::-1]
 
 
 def node_inputs(run: Path, round_no: int, node: str = "train") -> tuple[RunConfig, dict[str, Any]]:
