@@ -17,6 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.critic.factors import FactorReading, read_factors
+from common.stats import fisher_greater
 from programs.factor_space import reference_schema
 from programs.vocab import bottom, top
 from sim.builder import ROBOT_BASE
@@ -71,8 +72,6 @@ NEAR = 0.25  # "a value like this one": within a quarter of the factor's ID rang
 def with_peers(sm: FailureSummary, peers: Sequence[tuple[dict[str, Any], bool]]) -> FailureSummary:
     """`sm` with a `Contrast` per live factor, from `peers`: the (flat factor values, success) of the
     round's other episodes of the same family."""
-    from agents.critic.verify import fisher_greater
-
     out: dict[str, Contrast] = {}
     for r in sm.factors:
         if not r.live:

@@ -33,17 +33,15 @@ makes the independent-samples tests conservative.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from statistics import NormalDist
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from agents.config import VerifyTestConfig
-from agents.critic.diagnose import CriticConfig
+from agents.config import CriticConfig, VerifyTestConfig
 from agents.critic.factors import live_under
+from common.stats import fisher_greater, upper_bound
 from memory.types import Diagnosis, Verdict, VerdictStatus
 from programs.edits import edit, edit_many
 from programs.factor_space import family_factors, kind_of, magnitude, matched_edit, movable, reference
@@ -143,27 +141,6 @@ class Verification:
 
 
 # ---- the test -------------------------------------------------------------------------------------------
-def fisher_greater(a: int, n1: int, c: int, n2: int) -> float:
-    """One-sided Fisher exact p-value for H1: rate a/n1 > rate c/n2 — P(X ≥ a) for X hypergeometric with
-    the table's margins."""
-    if not (0 <= a <= n1 and 0 <= c <= n2):
-        raise ValueError(f"bad table: {a}/{n1} vs {c}/{n2}")
-    k, total = a + c, n1 + n2
-    if total == 0:
-        return 1.0
-    denom = math.comb(total, n1)
-    tail = sum(math.comb(k, x) * math.comb(total - k, n1 - x) for x in range(a, min(k, n1) + 1))
-    return min(1.0, tail / denom)
-
-
-def upper_bound(a: int, n1: int, c: int, n2: int, alpha: float) -> float:
-    """One-sided (1 − α) upper confidence bound of the difference of rates a/n1 − c/n2, Agresti–Caffo
-    (one success and one failure added to each group: good coverage at small n, defined at 0/n and n/n)."""
-    p1, p2 = (a + 1) / (n1 + 2), (c + 1) / (n2 + 2)
-    se = math.sqrt(p1 * (1 - p1) / (n1 + 2) + p2 * (1 - p2) / (n2 + 2))
-    return p1 - p2 + NormalDist().inv_cdf(1 - alpha) * se
-
-
 def decide(diagnosis_id: str, t_fail: int, t_n: int, c_fail: int, c_n: int, config: VerifyConfig) -> Verdict:
     """The verdict from the two batches' counts of failures in the diagnosed phase (rules in the module
     docstring)."""
