@@ -36,10 +36,10 @@ lint: setup
 	$(PY) -m ruff check .
 
 bench: setup  ## speed figures quoted in the README
-	$(PY) -m sim.bench
+	$(PY) -m bench.sim
 
 experts: setup  ## expert success per family, in and out of distribution (100 scenes each)
-	$(PY) -m sim.experts_eval --n 100
+	$(PY) -m bench.experts --n 100
 
 clean:
 	rm -rf .venv .venv-pi05 runs .pytest_cache

@@ -6,7 +6,6 @@ backends they call (see docs/architecture.md).
     agents/critic/     failure summary, rules and LLM critic, targeted-vs-control verification
     agents/writers/    generation-program and training-program writers
     agents/llm/        LLM backends (local llama.cpp, OpenAI-compatible, rules, record/replay)
-    agents/bench/      benchmarks of the critic and the LLM backends (not product code)
     agents/run.py      `python -m agents.run`;  agents/replay.py  `python -m agents.replay`
 
 Names load lazily, so `import agents` pulls in neither LangGraph nor torch.

@@ -31,10 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sandbox": ("sandbox.run", "run a generation program in the sandbox"),
     "world": ("sim.demo", "the simulated world alone: scenes, validity, expert demos"),
     "aw-round": ("coda_policy.aw_round", "one advantage-weighted round in isolation"),
-    "bench-llm": ("agents.bench.llm", "the LLM backends' contract and speed"),
-    "bench-critic": ("agents.bench.critic", "the critic against planted causes"),
-    "bench-sandbox": ("sandbox.bench", "the sandbox's cost beside the pool without it"),
-    "bench-executors": ("sim.executor_bench", "episodes/s of the local pool beside Ray, N-machine estimate"),
+    "bench-llm": ("bench.agents.llm", "the LLM backends' contract and speed"),
+    "bench-critic": ("bench.agents.critic", "the critic against planted causes"),
+    "bench-sandbox": ("bench.sandbox", "the sandbox's cost beside the pool without it"),
+    "bench-executors": ("bench.executor", "episodes/s of the local pool beside Ray, N-machine estimate"),
 }
 
 

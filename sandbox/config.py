@@ -62,7 +62,7 @@ class PoolConfig:
     # The kernel boundary (`sandbox.fsview`: a Landlock filesystem view and a size-limited private tmpfs
     # scratch): "require" refuses to start without it; "if_available" applies what the kernel offers and
     # reports the rest in `SandboxPool.isolation` (machines without Landlock — not safe against a hostile
-    # program); "off" skips it (only for measuring its cost, `python -m sandbox.bench`).
+    # program); "off" skips it (only for measuring its cost, `python -m bench.sandbox`).
     os_boundary: Literal["require", "if_available", "off"] = "require"
     # False hands programs the real builtins and skips the static check and audit hook, so that tests can
     # show what the OS boundary holds on its own when a program wins inside its interpreter. Never in a run.

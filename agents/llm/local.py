@@ -68,7 +68,7 @@ class LocalConfig:
     # with the longest common prefix (llama-cpp-python's `LlamaRAMCache`). Without it the server reuses
     # only the previous call's KV cache, so a critic call after a writer call evaluates its whole prompt
     # again; with it, each prompt kind's static prefix (system text and function schema) is evaluated
-    # once per server life. `python -m agents.bench.prompt_cache` measures both on recorded prompts: no
+    # once per server life. `python -m bench.agents.prompt_cache` measures both on recorded prompts: no
     # gain on the demo's calls (FINDINGS #15). Off by default because it leaks: llama-cpp-python bounds
     # the cache by the KV state's size (45–67 MB an entry) while each entry also keeps a copy of the
     # logits array (~1 GB here), so 14 critic calls grew a server to 15 GB and the kernel killed it

@@ -1,5 +1,5 @@
 """Shared fixtures for the agents tests: a fake OpenAI-compatible endpoint that answers the loop's prompts
-(`agents.bench.llm.cases()`: critic, generation writer, training writer) with valid canned replies."""
+(`agents.llm.contract.cases()`: critic, generation writer, training writer) with valid canned replies."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agents.bench.llm import contract_inputs
+from agents.llm.contract import contract_inputs
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, text_reply, tool_call_reply, tool_name
 
 

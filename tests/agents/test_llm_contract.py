@@ -1,7 +1,7 @@
 """The contract every registered LLM backend must honour, on the prompts the loop sends (the critic, the
-generation writer and the training writer: `agents.bench.llm.cases()`), run against each of them:
+generation writer and the training writer: `agents.llm.contract.cases()`), run against each of them:
 
-- `replay`: the recorded fixture, made with the real local server by `python -m agents.bench.llm
+- `replay`: the recorded fixture, made with the real local server by `python -m bench.agents.llm
   --models qwen2.5-coder-1.5b --threads 1 --no-extra-buffers --record tests/agents/fixtures/llm_replay.json`
   (delete the file first to re-record; needed whenever a contract prompt, its variables or schema change);
 - `openai`: ChatOpenAI against the fake endpoint of `tests/fakes/openai_server.py`;
@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from agents.bench.llm import Case, cases
 from agents.llm import (
     LLM,
     LLM_BACKENDS,
@@ -35,6 +34,7 @@ from agents.llm import (
     ResponseCache,
 )
 from agents.llm.base import Completer
+from agents.llm.contract import Case, cases
 
 FIXTURE = Path(__file__).parent / "fixtures" / "llm_replay.json"
 CASES = cases()
@@ -60,7 +60,7 @@ def local_completer() -> Iterator[LocalCompleter]:
     completer.close()
 
 
-# the real embedded server is slow: its contract run is `slow` (`python -m agents.bench.llm` covers it)
+# the real embedded server is slow: its contract run is `slow` (`python -m bench.agents.llm` covers it)
 BACKENDS = [pytest.param(n, marks=pytest.mark.slow) if n == "local" else n for n in LLM_BACKENDS.names()]
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from agents.bench.llm import cases
 from agents.llm import (
     CallLog,
     LLMBackendError,
@@ -19,6 +18,7 @@ from agents.llm import (
     PromptedLLM,
     ResponseCache,
 )
+from agents.llm.contract import cases
 from tests.fakes.openai_server import FakeOpenAIServer, error_reply, text_reply, tool_call_reply
 
 DIAGNOSE, SUBGOALS = cases()[0], cases()[2]

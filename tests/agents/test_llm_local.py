@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from agents.bench.llm import cases
 from agents.llm import (
     MODELS,
     LLMBackendError,
@@ -21,6 +20,7 @@ from agents.llm import (
     ModelSpec,
     PromptedLLM,
 )
+from agents.llm.contract import cases
 from agents.llm.gguf import assemble, ensure_model, locate_parts
 from agents.llm.local import evaluated_tokens, server_command
 from agents.llm.store import CallLog
@@ -151,7 +151,7 @@ def test_evaluated_prompt_tokens_are_read_from_the_server_log(log: str, tokens_i
     assert evaluated_tokens(log, tokens_in) == expected
 
 
-@pytest.mark.slow  # covered by `python -m agents.bench.prompt_cache`
+@pytest.mark.slow  # covered by `python -m bench.agents.prompt_cache`
 def test_the_prompt_cache_keeps_two_prompt_kinds_warm(tmp_path: Path) -> None:
     """critic, writer, critic: without the cache the second critic call evaluates its whole prompt again
     (the writer evicted it); with it, only what differs from the first."""

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from agents.bench.llm import cases
 from agents.llm import (
     LLM,
     LLM_BACKENDS,
@@ -22,6 +21,7 @@ from agents.llm import (
     ResponseCache,
     make_llm,
 )
+from agents.llm.contract import cases
 from common.registry import UnknownNameError
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from agents.bench.llm import cases
 from agents.llm import (
     LLMOutputError,
     OpenAICompleter,
@@ -18,6 +17,7 @@ from agents.llm import (
     ReplayMissError,
     make_llm,
 )
+from agents.llm.contract import cases
 from tests.fakes.openai_server import FakeOpenAIServer, tool_call_reply
 
 DIAGNOSE = cases()[0]

@@ -294,15 +294,6 @@ def test_one_hostile_task_never_costs_the_batch_its_results(unguarded: SandboxPo
     assert results[0].scenes[0].objects[0].size[0] == 0.03 and results[2].scenes[0].objects[0].size[0] == 0.04
 
 
-def test_the_bench_times_the_boundary_beside_the_pool_without_it() -> None:
-    from sandbox.bench import PRESETS, bench
-
-    report = bench(PRESETS.get("smoke"))
-    assert report["warm_runs"] >= 10 and report["warm_median_ms"] > 0
-    assert report["warm_median_ms_without_os_boundary"] > 0 and report["os_boundary_ratio"] > 0
-    assert report["isolation"]["landlock"] >= 1
-
-
 def test_a_patched_serializer_changes_nothing(pool: SandboxPool) -> None:
     """`SceneSpec.model_dump_json` patched through an alias to answer absurdly deep JSON: the scenes are
     written by the serializer the worker captured before the program ran."""

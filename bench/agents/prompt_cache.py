@@ -1,8 +1,8 @@
 """Recorded prompts replayed through the embedded model, with and without the server's prompt cache.
 
-    python -m agents.bench.prompt_cache                                  # the committed demo prompts
-    python -m agents.bench.prompt_cache --prompts runs/demo/llm_calls.jsonl [--calls 12]
-    python -m agents.bench.prompt_cache --prompts runs/demo/llm_calls.jsonl --save FILE   # a new prompt set
+    python -m bench.agents.prompt_cache                                  # the committed demo prompts
+    python -m bench.agents.prompt_cache --prompts runs/demo/llm_calls.jsonl [--calls 12]
+    python -m bench.agents.prompt_cache --prompts runs/demo/llm_calls.jsonl --save FILE   # a new prompt set
 
 Two servers of the same model run side by side, one with `LocalConfig.prompt_cache` (states kept in RAM,
 a call starts from the cached state with the longest common prefix) and one without (llama.cpp then reuses
@@ -146,7 +146,7 @@ def table(res: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m agents.bench.prompt_cache",
+    ap = argparse.ArgumentParser(prog="python -m bench.agents.prompt_cache",
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--prompts", type=Path, default=PROMPTS,
                     help="a prompt set (JSON lines) or a run's llm_calls.jsonl (default: the committed "

@@ -1,4 +1,4 @@
-"""Episode throughput of the two executors side by side: `python -m sim.executor_bench [--episodes 16]
+"""Episode throughput of the two executors side by side: `python -m bench.executor [--episodes 16]
 [--repeats 3] [--workers 2] [--run RUN_DIR]`.
 
 The same batch of expert episodes (every family, fixed scenes) runs on the local process pool and on a local
@@ -88,7 +88,7 @@ def round_costs(run: Path) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sim.executor_bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.executor", description=__doc__.split("\n\n")[0])
     ap.add_argument("--episodes", type=int, default=16, help="expert episodes per batch (families in turn)")
     ap.add_argument("--repeats", type=int, default=3, help="batches per executor (alternating)")
     ap.add_argument("--workers", type=int, default=2, help="workers of each executor")

@@ -1,4 +1,4 @@
-"""Simulator throughput: `python -m sim.bench [--quick] [--json PATH]`.
+"""Simulator throughput: `python -m bench.sim [--quick] [--json PATH]`.
 
 (a) control steps/s of `SimEnv.step` beside raw `mujoco.mj_step` on the same compiled model and the same
     trajectory (the expert's actions, replayed; raw replays the torques the controller computed), and the
@@ -268,7 +268,7 @@ def run_bench(cfg: BenchConfig) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m sim.bench", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.sim", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats and episodes (about a minute)")
     ap.add_argument("--json", type=Path, help="also write the numbers to this file")
     ap.add_argument("--family", action="append", help="only these families (repeatable)")

@@ -1,11 +1,11 @@
 """The critic against ground truth it cannot see: counterfactual failures in all four task families.
 
-    python -m agents.bench.critic_truth                              # rules critic, every family
-    python -m agents.bench.critic_truth --critics rules,local        # and the embedded LLM critic
-    python -m agents.bench.critic_truth --critics rules,openai --base-url URL --model NAME
-    python -m agents.bench.critic_truth --verify-n 12                # and verify every diagnosis
-    python -m agents.bench.critic_truth --draws 40 --save-cases runs/critic_cases     # keep the cases, then
-    python -m agents.bench.critic_truth --cases runs/critic_cases --critics rules,local --llm-max 12
+    python -m bench.agents.critic_truth                              # rules critic, every family
+    python -m bench.agents.critic_truth --critics rules,local        # and the embedded LLM critic
+    python -m bench.agents.critic_truth --critics rules,openai --base-url URL --model NAME
+    python -m bench.agents.critic_truth --verify-n 12                # and verify every diagnosis
+    python -m bench.agents.critic_truth --draws 40 --save-cases runs/critic_cases     # keep the cases, then
+    python -m bench.agents.critic_truth --cases runs/critic_cases --critics rules,local --llm-max 12
 
 We build every scene, so a cause can be planted and checked. Per family, scenes are drawn from the seed
 program with `--k` distinct spatial or attribute factors moved out of distribution (random factors, random
@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.bench import bench_llm
 from agents.graph.rundir import write_json
+from bench.agents import bench_llm
 from common.cli import comma_list
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "coda_policy" / "pretrained" / "seed_sft_4fam.pt"
@@ -341,7 +341,7 @@ def table(scores: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     from programs.seeds import seed_library
 
-    ap = argparse.ArgumentParser(prog="python -m agents.bench.critic_truth",
+    ap = argparse.ArgumentParser(prog="python -m bench.agents.critic_truth",
                                  description=__doc__.split("\n\n")[0])
     from agents.config import RunConfig
 

@@ -1,6 +1,6 @@
 """Potential evaluation throughput and agreement of the seed training programs on expert demonstrations.
 
-    python -m programs.bench [--preset smoke|default] [--scenes N] [--ood]
+    python -m bench.programs [--preset smoke|default] [--scenes N] [--ood]
 
 For each registered family with a seed program: run the scripted expert on a few sampled scenes, then
 time `Potential.batch` over all recorded states (median of repeats) and report states per second and

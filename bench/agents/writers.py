@@ -1,7 +1,7 @@
 """The two writers measured on the loop's own diagnoses: does what they write pass, and is it new?
 
-    python -m agents.bench.writers --runs runs/table1_default/coda_seed0 --writers rules,local
-    python -m agents.bench.writers --runs RUN1,RUN2 --max 8 --attempts 3 --out docs/results/writers/x.json
+    python -m bench.agents.writers --runs runs/table1_default/coda_seed0 --writers rules,local
+    python -m bench.agents.writers --runs RUN1,RUN2 --max 8 --attempts 3 --out docs/results/writers/x.json
 
 Diagnoses are read from the runs' `diagnoses/round_*/` records (validated ones first, then the rest; one per
 (family, factor, phase, side)), each treated as if validated: its difficulty mode is founded as the memory
@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.bench import bench_llm
 from agents.graph.rundir import write_json
+from bench.agents import bench_llm
 from common.cli import comma_list
 
 WRITERS = ("rules", "local", "openai")
@@ -207,7 +207,7 @@ def table(s: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m agents.bench.writers", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.agents.writers", description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=comma_list(Path), required=True, help="comma-separated run directories")
     ap.add_argument("--writers", type=comma_list(choices=WRITERS), default=["rules"],
                     help=f"comma-separated of {', '.join(WRITERS)} (default rules)")

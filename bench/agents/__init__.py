@@ -1,10 +1,10 @@
 """Benchmarks, apart from product code:
 
-- `python -m agents.bench.critic` — the rules critic on handicapped experts (pick-place);
-- `python -m agents.bench.critic_truth` — every critic against counterfactual ground truth, four families;
-- `python -m agents.bench.writers` — the generation and training writers on the loop's own diagnoses;
-- `python -m agents.bench.llm` — the embedded models on the agents' structured calls;
-- `python -m agents.bench.prompt_cache` — recorded prompts with and without the server's prompt cache.
+- `python -m bench.agents.critic` — the rules critic on handicapped experts (pick-place);
+- `python -m bench.agents.critic_truth` — every critic against counterfactual ground truth, four families;
+- `python -m bench.agents.writers` — the generation and training writers on the loop's own diagnoses;
+- `python -m bench.agents.llm` — the embedded models on the agents' structured calls;
+- `python -m bench.agents.prompt_cache` — recorded prompts with and without the server's prompt cache.
 """
 
 from __future__ import annotations

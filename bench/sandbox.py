@@ -1,6 +1,6 @@
 """Benchmark: median per-program overhead of the sandbox for a trivial generation program.
 
-    python -m sandbox.bench [--preset default|smoke]
+    python -m bench.sandbox [--preset default|smoke]
 
 warm: `pool.run` on an already started pool (static check, fork, isolate, run, validate) — target ≤ 50 ms;
       timed with and without the kernel boundary (Landlock view + tmpfs scratch) in the same run.
@@ -93,7 +93,7 @@ def bench(config: BenchConfig) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m sandbox.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.sandbox", description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="default", help="default or smoke")
     args = parser.parse_args(argv)
     report = bench(PRESETS.get(args.preset))

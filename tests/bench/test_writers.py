@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from agents.bench.writers import _attempts, load_diagnoses, main
+from bench.agents.writers import _attempts, load_diagnoses, main
 from memory.types import Diagnosis
 
 
@@ -74,7 +74,7 @@ def test_a_rerun_keeps_finished_rows_and_refuses_another_benchmarks_file(tmp_pat
 def test_examples_are_for_llm_writers_and_come_from_each_runs_own_programs(tmp_path, capsys) -> None:
     import pytest
 
-    from agents.bench.writers import run_examples
+    from bench.agents.writers import run_examples
     from memory.store import found_mode
     from memory.types import ProgramEntry
     from programs.edits import edit_many

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from agents.bench.critic_truth import Case, _draws, main, score
+from bench.agents.critic_truth import Case, _draws, main, score
 from programs.factor_space import variant_edit
 from programs.seeds import seed_library
 
@@ -32,7 +32,7 @@ def test_twins_differ_from_the_moved_scene_in_one_factor_only(family: str) -> No
 
 
 def test_scores_count_right_factors_phases_and_unusable_answers(monkeypatch) -> None:
-    import agents.bench.critic_truth as ct
+    import bench.agents.critic_truth as ct
 
     monkeypatch.setattr(ct, "_stuck", lambda case: "grasp")
     dx = lambda factor, phase: SimpleNamespace(factor=factor, phase=phase)  # noqa: E731
@@ -51,7 +51,7 @@ def test_scores_count_right_factors_phases_and_unusable_answers(monkeypatch) -> 
     assert s["local/alone"]["unusable"] == 1 and s["local/alone"]["factor_right"] == 1
 
 
-@pytest.mark.slow  # covered by `python -m agents.bench.critic_truth` (README, "Measured")
+@pytest.mark.slow  # covered by `python -m bench.agents.critic_truth` (README, "Measured")
 def test_the_benchmark_end_to_end(tmp_path) -> None:
     out = tmp_path / "r.json"
     assert main(["--families", "pick_place", "--draws", "8", "--out", str(out)]) == 0
@@ -70,7 +70,7 @@ def test_bad_arguments_are_argparse_errors(capsys) -> None:
 
 
 def test_spread_takes_the_families_in_turn() -> None:
-    from agents.bench.critic_truth import spread
+    from bench.agents.critic_truth import spread
 
     cs = [Case(family=f, factor="x", side="low", seed=i, episode=None)
           for i, f in enumerate(["a", "a", "a", "b", "c", "c"])]
@@ -79,7 +79,7 @@ def test_spread_takes_the_families_in_turn() -> None:
 
 
 def test_saved_cases_load_back_with_their_episodes(tmp_path) -> None:
-    from agents.bench.critic_truth import load_cases, save_cases
+    from bench.agents.critic_truth import load_cases, save_cases
     from sim.episode import run_episode
     from sim.families import get_family
 

@@ -1,7 +1,7 @@
 """How informative is the rules critic, and does verification confirm it? Measured on policies with a
 known weakness.
 
-    python -m agents.bench.critic [--n 24] [--verify-n 12] [--workers 2]
+    python -m bench.agents.critic [--n 24] [--verify-n 12] [--workers 2]
 
 A *handicapped expert* is the scripted expert with one flaw whose responsible factor we know:
 `loose_grip` closes the fingers only to ~3.8 cm (objects narrower than that are never squeezed: the
@@ -141,7 +141,7 @@ def run(n: int, verify_n: int, workers: int, seed: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point."""
-    ap = argparse.ArgumentParser(prog="python -m agents.bench.critic", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.agents.critic", description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=24, help="scenes per handicap")
     ap.add_argument("--verify-n", type=int, default=12, help="episodes per verification batch")
     ap.add_argument("--workers", type=int, default=2)

@@ -1,6 +1,6 @@
 """Expert success per task family, in and out of distribution, with every failure and its phase.
 
-    python -m sim.experts_eval --n 100 [--families pick_place ...] [--workers 2] [--json runs/experts.json]
+    python -m bench.experts --n 100 [--families pick_place ...] [--workers 2] [--json runs/experts.json]
 
 Scenes are `family.sample_scene(seed, ood)` for seeds 0..n-1; `--check` exits 1 when a family is below
 the targets (95 % in distribution, 80 % out of distribution).
@@ -57,7 +57,7 @@ def evaluate(families: list[str], n: int, workers: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sim.experts_eval", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.experts", description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=100, help="scenes per family and distribution")
     ap.add_argument("--families", type=comma_list(), default=[],
                     help="comma-separated task families (default: every registered one)")
