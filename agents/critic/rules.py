@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agents.critic.summary import FactorReading, FailureSummary
+from agents.critic.factors import FactorReading
+from agents.critic.summary import FailureSummary
 from programs.factor_space import hard_side, kind_of
 from sim.builder import ROBOT_BASE
 

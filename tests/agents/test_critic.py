@@ -367,3 +367,20 @@ def test_the_rules_critic_ranks_out_of_distribution_factors_first():
     assert CriticConfig().ood_first
     assert rules_diagnosis(sm, gen, CriticConfig(allow_ood=True)).factor in {"obj_x", "color", "target"}
     assert rules_diagnosis(sm, gen, CriticConfig(allow_ood=True, ood_first=False)).factor == "mass"
+
+
+def test_a_hand_that_went_to_the_plate_instead_of_the_object_is_a_wrong_target():
+    """The hand heads for the plate and hovers 4 cm over it, never nearer than 22 cm to the object it
+    should pick: the summary flags a wrong target. (The check used to compare that distance in metres
+    with 0.25, a share of a factor's range, so it fired only when the hand stayed 25 cm from the object.)"""
+    from tests.fakes.agents_fakes import Frame, carry_episode, line
+
+    scene = pick_place_scene()
+    o, t = (*scene.object("object").pos, 0.02), scene.object("target").pos
+    over_plate = (t[0], t[1] - 0.02, 0.05)
+    frames = [Frame(ee=p, obj=o, phase="approach") for p in line((-0.2, 0.0, 0.3), over_plate, 10)]
+    frames += [Frame(ee=over_plate, obj=o, phase="approach") for _ in range(5)]
+    sm = summarize_failure(carry_episode(scene, frames), schema=GEN.factors)
+    assert 0.1 < sm.flags["min_ee_to_object"] < 0.25
+    assert sm.flags["wrong_target"] == 1.0
+    assert "nearer to 'target'" in sm.text()
