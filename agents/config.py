@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from coda_policy.configuration_object_token import ObjectTokenConfig
-from coda_policy.configuration_pi05 import Pi05Config
+from coda_policy.object_token.configuration_object_token import ObjectTokenConfig
+from coda_policy.pi05.configuration_pi05 import Pi05Config
 from coda_policy.device import check_device_spec
 from common.registry import Registry
 from memory.ledger import AllocationConfig

@@ -209,7 +209,7 @@ def _prune(copy: RunDir, round_no: int) -> None:
             if int(d.name.split("_")[1]) > round_no:
                 shutil.rmtree(d)
     for kind in ("policy", "train"):
-        for f in (copy.root / kind).glob("round_*"):  # round_02.pt, round_02.weights.npz, ...
+        for f in (copy.root / kind).glob("round_*"):  # round_02.safetensors, round_02.weights.npz, ...
             if int(f.name.split("_")[1].split(".")[0]) > round_no:
                 f.unlink()
     snap = copy.root / "snapshots" / f"round_{round_no:02d}" / "memory"

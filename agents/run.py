@@ -91,6 +91,12 @@ def make_config(a: argparse.Namespace) -> RunConfig:
     if a.init_policy:
         if not a.init_policy.is_file():
             raise UsageError(f"no policy checkpoint at {a.init_policy}")
+        from coda_policy.checkpoint import CheckpointError, read_meta
+
+        try:
+            read_meta(a.init_policy)
+        except CheckpointError as e:  # an old pickled .pt (the line says how to convert it), or no checkpoint
+            raise UsageError(str(e)) from None
         learn = over.get("learn", cfg.learn)
         over["learn"] = dataclasses.replace(learn, init_policy=str(a.init_policy.resolve()))
     cfg = with_devices(dataclasses.replace(cfg, **over), a)

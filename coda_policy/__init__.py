@@ -9,8 +9,8 @@ from __future__ import annotations
 from common.lazy import lazy_exports
 
 _LAZY = {
-    "ObjectTokenConfig": "coda_policy.configuration_object_token",
-    "ObjectTokenPolicy": "coda_policy.modeling_object_token",
+    "ObjectTokenConfig": "coda_policy.object_token.configuration_object_token",
+    "ObjectTokenPolicy": "coda_policy.object_token.modeling_object_token",
     "POLICIES": "coda_policy.registry",
     "CONFIGS": "coda_policy.registry",
     "make_policy": "coda_policy.registry",
@@ -18,9 +18,9 @@ _LAZY = {
     "load_policy": "coda_policy.registry",
     "policy_names": "coda_policy.registry",
     "TextEmbedder": "common.text",
-    "featurize": "coda_policy.features",
-    "collate": "coda_policy.features",
-    "NormStats": "coda_policy.normalize",
+    "featurize": "coda_policy.object_token.features",
+    "collate": "coda_policy.object_token.features",
+    "NormStats": "coda_policy.object_token.normalize",
     "ChunkDataset": "coda_policy.dataset",
     "ChunkRef": "coda_policy.dataset",
     "load_episodes": "coda_policy.dataset",

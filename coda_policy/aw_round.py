@@ -52,11 +52,12 @@ from sim.pool import EpisodeJob, EpisodePool
 class AWRoundConfig:
     """One advantage-weighted round and its before/after measurement."""
 
-    # SFT run name: loads <runs_dir>/<name>/policy/round_00.pt and writes under <runs_dir>/<name>/aw_round/
+    # SFT run name: loads <runs_dir>/<name>/policy/round_00.safetensors and writes under
+    # <runs_dir>/<name>/aw_round/
     name: str = "sft_pick_place"
     # parent folder of run directories
     runs_dir: str = "runs"
-    # an explicit checkpoint instead of the run's round_00.pt
+    # an explicit checkpoint instead of the run's round_00.safetensors
     checkpoint: str | None = None
     # task family of every scene
     family: str = "pick_place"
@@ -124,7 +125,7 @@ class AWRoundConfig:
 
     @property
     def checkpoint_path(self) -> Path:
-        return Path(self.checkpoint) if self.checkpoint else self.run_dir / "policy" / "round_00.pt"
+        return Path(self.checkpoint) if self.checkpoint else self.run_dir / "policy" / "round_00.safetensors"
 
 
 PRESETS: Registry[AWRoundConfig] = Registry("aw_round preset")
@@ -261,7 +262,7 @@ def train_mode(cfg: AWRoundConfig, mode: str, seed: int, ckpt: Path, episodes: l
         critic, m["critic"] = fit_table_critic(critic_inputs(policy, table, ccfg.potential_feature), ccfg)
         m["critic_s"] = round(time.perf_counter() - t0, 1)
         _log_critic(log, seed, mode, m["critic"])
-        critic_path = critic.save(out / "critic_frozen_actor.pt")
+        critic_path = critic.save(out / "critic_frozen_actor.safetensors")
         return QSelectFactory(str(ckpt), str(critic_path), seed, cfg.select_k), m
     # the loop's own update (`advantage_weighted_update`: the same composition as the `train` node)
     m |= advantage_weighted_update(policy, table, ccfg, dataclasses.replace(cfg.awr, seed=seed))
@@ -271,7 +272,7 @@ def train_mode(cfg: AWRoundConfig, mode: str, seed: int, ckpt: Path, episodes: l
     log(f"seed {seed} {mode}: mean normalised advantage by chunk source: "
         + ", ".join(f"{k[4:]} {v:+.2f}" for k, v in m["weights"].items() if k.startswith("adv_")
                     and k not in ("adv_mean", "adv_std")))
-    path = policy.save(out / f"policy_{mode}.pt")
+    path = policy.save(out / f"policy_{mode}.safetensors")
     return SeededPolicy(str(path), seed), m
 
 

@@ -27,7 +27,7 @@ from torch import Tensor
 from coda_policy.critic import ChunkCritic, ChunkCriticConfig, CriticData, fit_critic
 from coda_policy.dataset import batch_keys
 from coda_policy.device import check_device_spec, module_device, resolve_device, to_device
-from coda_policy.features import collate, featurize
+from coda_policy.object_token.features import collate, featurize
 from coda_policy.sft import warmup_cosine
 from coda_policy.shaping import ChunkBatch
 from coda_policy.threads import WORKER_THREADS
@@ -366,7 +366,7 @@ Q_SELECT = "q_select"  # key of a frozen-actor checkpoint: the critic that picks
 def save_q_select(policy: Any, critic: ChunkCritic, k: int, out: str | Path) -> Path:
     """The frozen-actor ablation's checkpoint: the actor as it is, plus the critic and K that pick its
     chunks at deployment (`load_seeded` then acts as `QSelectPolicy`; `fresh` gives the bare actor)."""
-    from coda_policy.registry import save_checkpoint
+    from coda_policy.checkpoint import save_checkpoint
 
     ckpt = {**policy.checkpoint(), Q_SELECT: {"critic": critic.checkpoint(), "k": int(k)}}
     return Path(save_checkpoint(ckpt, out))  # one atomic write: never an actor without its critic
@@ -376,10 +376,11 @@ def load_seeded(path: str | Path, seed: int, fresh: bool = False, device: str = 
     """A saved policy whose sampling noise is seeded with `seed` (its config's seed replaced), on `device`;
     cached per process unless `fresh` (a copy to train). A frozen-actor checkpoint (`save_q_select`) loads
     as its `QSelectPolicy`, or with `fresh` as the bare actor the next update starts from."""
+    from coda_policy.checkpoint import load_checkpoint
     from coda_policy.registry import policy_class
 
     def make() -> Any:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        ckpt = load_checkpoint(path)
         ckpt["config"] = {**ckpt["config"], "seed": int(seed)}
         actor = policy_class(ckpt["config"]["type"]).from_checkpoint(ckpt).to(resolve_device(device))
         if fresh or Q_SELECT not in ckpt:

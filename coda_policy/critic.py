@@ -119,14 +119,16 @@ class ChunkCritic(nn.Module):
                 "action_dim": self.action_dim, "state_dict": weights}
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(self.checkpoint(), path)
-        return path
+        """`checkpoint()` as one .safetensors file (`coda_policy.checkpoint`)."""
+        from coda_policy.checkpoint import save_checkpoint
+
+        return save_checkpoint(self.checkpoint(), path)
 
     @classmethod
     def load(cls, path: str | Path) -> ChunkCritic:
-        return cls.from_checkpoint(torch.load(path, map_location="cpu", weights_only=False))
+        from coda_policy.checkpoint import load_checkpoint
+
+        return cls.from_checkpoint(load_checkpoint(path))
 
     @classmethod
     def from_checkpoint(cls, ck: dict) -> ChunkCritic:

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from coda_policy.features import collate, featurize, token_names
-from coda_policy.normalize import NormStats
+from coda_policy.object_token.features import collate, featurize, token_names
+from coda_policy.object_token.normalize import NormStats
 from common.text import TextEmbedder, default_embedder
 from sim.episode import Episode
 from sim.world import WorldState

@@ -1,11 +1,14 @@
-"""Policy backends by name. A config class registers under its `type`; the modeling module is found from
-that name and imported only when a policy is built, so a heavy backend (a later "pi05") costs nothing until
-it is used and callers never change."""
+"""Policy backends by name. A backend is a folder, `coda_policy/<name>/` with `configuration_<name>.py` (its
+config class, registered under its `type`) beside `modeling_<name>.py` (its policy class); the modeling module
+is found from the name and imported only when a policy is built, so a heavy backend (pi05) costs nothing
+until it is used, and adding a backend is adding a folder."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
+import pkgutil
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -37,7 +40,7 @@ def register_config(name: str, modeling: str | None = None) -> Callable[[type], 
 
     def deco(cls: type) -> type:
         CONFIGS.register(name, cls)
-        POLICIES.register(name, modeling or f"coda_policy.modeling_{name}:{_camel(name)}Policy")
+        POLICIES.register(name, modeling or f"coda_policy.{name}.modeling_{name}:{_camel(name)}Policy")
         return cls
 
     return deco
@@ -48,8 +51,12 @@ def _camel(name: str) -> str:
 
 
 def _load_builtin() -> None:
-    importlib.import_module("coda_policy.configuration_object_token")
-    importlib.import_module("coda_policy.configuration_pi05")
+    """Import every backend folder's configuration module (light: no torch, no lerobot)."""
+    import coda_policy
+
+    for m in pkgutil.iter_modules(coda_policy.__path__):
+        if m.ispkg and importlib.util.find_spec(f"coda_policy.{m.name}.configuration_{m.name}"):
+            importlib.import_module(f"coda_policy.{m.name}.configuration_{m.name}")
 
 
 def policy_names() -> list[str]:
@@ -87,23 +94,9 @@ def make_policy(config: Any, stats: Any = None) -> Any:
     return policy_class(config.type)(config, stats)
 
 
-def save_checkpoint(ckpt: dict[str, Any], path: Any) -> Any:
-    """Write a policy's checkpoint dict to `path` atomically (a temporary file renamed into place)."""
-    from pathlib import Path
-
-    import torch
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(ckpt, tmp)
-    tmp.replace(path)
-    return path
-
-
 def load_policy(path: Any) -> Any:
-    """Load any saved policy: the checkpoint names its backend."""
-    import torch
+    """Load any saved policy (a .safetensors checkpoint, `coda_policy.checkpoint`): it names its backend."""
+    from coda_policy.checkpoint import load_checkpoint
 
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    ckpt = load_checkpoint(path)
     return policy_class(ckpt["config"]["type"]).from_checkpoint(ckpt)

@@ -2,9 +2,9 @@
 
 `python -m coda_policy.sft --preset default --family pick_place --demos 300` collects the demos (a
 `sim.pool.EpisodePool`, saved under `runs/<name>/episodes/round_00/`, reused on rerun), trains the policy,
-saves `runs/<name>/policy/round_00.pt` and evaluates it on held-out in-distribution scenes (seeds disjoint
-from the demos) and out-of-distribution scenes; prints success, training throughput and inference latency,
-and writes `sft_summary.json`, `sft_metrics.jsonl` and `sft_loss.png` in the run directory.
+saves `runs/<name>/policy/round_00.safetensors` and evaluates it on held-out in-distribution scenes (seeds
+disjoint from the demos) and out-of-distribution scenes; prints success, training throughput and
+inference latency, and writes `sft_summary.json`, `sft_metrics.jsonl` and `sft_loss.png` in the run directory.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import Any
 
 import torch
 
-from coda_policy.configuration_object_token import ObjectTokenConfig
 from coda_policy.dataset import ChunkDataset, batch_keys, load_episodes
 from coda_policy.device import check_device_spec, resolve_device, to_device
 from coda_policy.evaluate import EvalResult, eval_scenes, evaluate, latency_ms
+from coda_policy.object_token.configuration_object_token import ObjectTokenConfig
 from coda_policy.registry import make_policy
 from coda_policy.threads import WORKER_THREADS
 from common.cli import console as cli_console
@@ -278,7 +278,7 @@ def run(cfg: SFTConfig, console: Any = None) -> dict[str, Any]:
         demo_dir = collect_demos(cfg, pool, lambda r: bar.advance(task))
         bar.update(task, completed=cfg.demos)
         policy, dataset, speed, log = fit(cfg, demo_dir, bar)
-        ckpt = policy.save(run_dir / "policy" / "round_00.pt")
+        ckpt = policy.save(run_dir / "policy" / "round_00.safetensors")
         evals = evaluate_sets(cfg, ckpt, pool, bar)
     torch.set_num_threads(WORKER_THREADS)  # latency as a pool worker sees it (on the CPU)
     lat = latency_ms(policy.cpu(), eval_scenes(cfg.family, [cfg.eval_seed0])[0])

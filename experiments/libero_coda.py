@@ -112,7 +112,7 @@ def _env(scene: Any, tmp: str) -> Any:
 def policy_episodes(layout: Layout, partner: str | None, policy: str,
                     seeds: list[int]) -> list[dict[str, Any]]:
     """The policy from LIBERO-sampled starts of one scene: success and, when it failed, the phase."""
-    from coda_policy.libero_features import LiberoPolicy
+    from coda_policy.object_token.libero_features import LiberoPolicy
     from experiments.liberopro import _LiftWatch
 
     out = []

@@ -12,7 +12,7 @@ ones are kept. With `--noise σ` the demonstrations are DART-style: the environm
 action plus Gaussian noise (σ on the six arm dimensions, never the gripper) while the recorded label is the
 expert's own action from the state it is in — so the data shows how to come back from states a slightly
 wrong policy reaches (FINDINGS #19: plain cloning drifts off the demonstrations within 40 steps). The
-policy reads privileged state as object tokens (`coda_policy.libero_features`) and predicts
+policy reads privileged state as object tokens (`coda_policy.object_token.libero_features`) and predicts
 chunks of LIBERO's own 7-D actions. The public LIBERO demonstration datasets cannot be downloaded here; the
 scripted expert is where the demonstrations come from (its success per suite is in the README).
 """
@@ -77,7 +77,7 @@ def dart_episode(env: Any, expert: Any, instruction: str, max_steps: int, noise:
     """One expert episode from the environment's current state (just reset): per step the policy's
     features and the expert's action (the label); the environment executes that action plus N(0, noise²)
     on the six arm dimensions when `noise` > 0 (DART). Ends at success or `max_steps`."""
-    from coda_policy.libero_features import featurize_libero, reader
+    from coda_policy.object_token.libero_features import featurize_libero, reader
 
     feats, acts, read = [], [], reader(env)
     while env.steps < max_steps and not env.success():
@@ -127,7 +127,7 @@ def load_demos(path: Path) -> list[dict[str, Any]]:
 
 def chunks(episodes: list[dict[str, Any]], chunk: int) -> dict[str, Any]:
     """Every step of every episode starts a chunk (padded with the episode's last action), collated."""
-    from coda_policy.features import collate
+    from coda_policy.object_token.features import collate
 
     items = []
     for ep in episodes:
@@ -139,8 +139,8 @@ def chunks(episodes: list[dict[str, Any]], chunk: int) -> dict[str, Any]:
 
 
 def train(episodes: list[dict[str, Any]], steps: int, seed: int, out: Path) -> tuple[Path, dict[str, Any]]:
-    from coda_policy.configuration_object_token import ObjectTokenConfig
-    from coda_policy.normalize import NormStats
+    from coda_policy.object_token.configuration_object_token import ObjectTokenConfig
+    from coda_policy.object_token.normalize import NormStats
     from coda_policy.registry import make_policy
     from coda_policy.sft import SFTConfig
     from coda_policy.sft import train as sft_train
@@ -163,7 +163,7 @@ def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: 
     """Where a trained policy parts from the expert, on one start: open loop (its chunk at each 8-step
     window of the expert's own trajectory, averaged, beside the expert's actions), then closed loop
     (re-planning every step: where the hand goes, where the goal's object is)."""
-    from coda_policy.libero_features import LiberoPolicy
+    from coda_policy.object_token.libero_features import LiberoPolicy
     from experiments.liberopro import init_states, tasks
     from sim.libero.env import LiberoEnv
     from sim.libero.expert import PickPlaceExpert

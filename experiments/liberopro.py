@@ -159,7 +159,7 @@ def run_task(suite: str, perturb: str, name: str, episodes: int, policy: str, se
     """Every episode of one task in one environment (made once: it costs seconds)."""
     import time
 
-    from coda_policy.libero_features import LiberoPolicy
+    from coda_policy.object_token.libero_features import LiberoPolicy
     from sim.libero.drawer import expert_for
     from sim.libero.env import LiberoEnv
     from sim.libero.expert import UnsupportedGoal

@@ -17,7 +17,7 @@ import time
 import numpy as np
 import torch
 
-from coda_policy.configuration_pi05 import PI05_TINY, Pi05Config
+from coda_policy.pi05.configuration_pi05 import PI05_TINY, Pi05Config
 from coda_policy.pi05.data import samples
 from coda_policy.registry import make_policy
 from sim.episode import run_episode

@@ -7,7 +7,7 @@
       scenes/round_03/<family>_<mode>_<scene id>.json (+ .png)
       episodes/round_03/demo_<scene id>.npz  roll_<scene id>_<policy hash>.npz (+ .json)
       validity/round_03/<scene id>.json    diagnoses/round_03/<diagnosis id>.json
-      policy/round_03.pt   train/round_03.json   snapshots/round_03/memory/
+      policy/round_03.safetensors   train/round_03.json   snapshots/round_03/memory/
 
 State holds paths relative to the root, so a copied run directory (a fork) stays valid. Files are
 written atomically and named by content, so a node that re-runs after a crash finds its own earlier
@@ -55,7 +55,7 @@ class RunDir:
         return d
 
     def policy(self, round_no: int) -> Path:
-        return self.dir("policy") / f"round_{round_no:02d}.pt"
+        return self.dir("policy") / f"round_{round_no:02d}.safetensors"
 
     @property
     def config(self) -> Path:

@@ -63,6 +63,9 @@ class PolicyTrainer:
         demonstrations' normalisation statistics (the zero-shot starting point)."""
         out.parent.mkdir(parents=True, exist_ok=True)
         if self.config.init_policy:
+            from coda_policy.checkpoint import read_meta
+
+            read_meta(self.config.init_policy)  # a checkpoint, not an old pickle, before it is copied
             shutil.copyfile(self.config.init_policy, out)
             return {"init": self.config.init_policy}
         from coda_policy.registry import make_policy

@@ -12,7 +12,7 @@ package's BDDL files, init states and meshes, all offline) behind small interfac
 - `scene.LiberoScene` and `validity.check`: a BDDL problem as data (read, edited, written back) and the
   expert's verdict on a scene we wrote.
 - `world.LiberoReader`: a LIBERO state as our `WorldState` — how the loop's episodes, and our policy
-  everywhere (`coda_policy.libero_features`), read these environments; the benchmark protocol on top of
+  everywhere (`coda_policy.object_token.libero_features`), read these environments; the benchmark protocol on top of
   them lives in `experiments.liberopro`.
 
 Importing this package imports nothing heavy; robosuite and LIBERO load when an environment is made.

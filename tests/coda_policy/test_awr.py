@@ -23,8 +23,8 @@ from coda_policy.awr import (
     normalise,
     weighted_update,
 )
-from coda_policy.configuration_object_token import ObjectTokenConfig
 from coda_policy.critic import ChunkCriticConfig
+from coda_policy.object_token.configuration_object_token import ObjectTokenConfig
 from coda_policy.registry import make_policy
 from coda_policy.sft import warmup_cosine
 from coda_policy.shaping import SHAPING_MODES, ShapingConfig, shape_episodes
@@ -176,7 +176,7 @@ def test_qselect_picks_highest_q() -> None:
     act = sel.bind(ep.scene)(make_observation(ep.scene, ep.states[0], 0))
     assert act.shape == (TINY.execute, 7)
     sel.reset(ep.scene)
-    from coda_policy.features import collate, featurize
+    from coda_policy.object_token.features import collate, featurize
 
     best, q = sel.choose(collate([featurize(ep.states[0], ep.scene.instruction, ep.scene, policy.embedder)]))
     assert float(best.sum()) == pytest.approx(float(q.max()), rel=1e-5)

@@ -68,7 +68,7 @@ def test_twin_min_and_expectile() -> None:
 def test_save_load_round_trip(tmp_path) -> None:
     critic = ChunkCritic(3, 2, 1, ChunkCriticConfig(hidden=8, twin=False, seed=3))
     f, a = torch.randn(5, 3), torch.randn(5, 2, 1)
-    back = ChunkCritic.load(critic.save(tmp_path / "critic.pt"))
+    back = ChunkCritic.load(critic.save(tmp_path / "critic.safetensors"))
     torch.testing.assert_close(back.q(f, a), critic.q(f, a))
     torch.testing.assert_close(back.v(f), critic.v(f))
     torch.testing.assert_close(back.target.v(f), critic.v(f))

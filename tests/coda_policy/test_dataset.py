@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from coda_policy.dataset import ChunkDataset, load_episodes
-from coda_policy.features import OBJ_DIM, ROBOT_DIM, collate, featurize
+from coda_policy.object_token.features import OBJ_DIM, ROBOT_DIM, collate, featurize
 from sim.env import SimEnv
 from sim.episode import Episode, make_observation, run_episode
 from sim.families import get_family

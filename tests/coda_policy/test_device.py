@@ -57,9 +57,9 @@ def test_a_missing_gpu_index_is_named(monkeypatch) -> None:
 
 def test_the_run_devices_reach_the_trainer_and_the_rollout_factory(tmp_path) -> None:
     trainer = PolicyTrainer(LearnConfig(device="auto", rollout_device="cuda:1"))
-    factory = trainer.factory(tmp_path / "p.pt", seed=3)
+    factory = trainer.factory(tmp_path / "p.safetensors", seed=3)
     assert isinstance(factory, SeededPolicy) and factory.device == "cuda:1" and factory.seed == 3
-    assert PolicyTrainer(LearnConfig()).factory(tmp_path / "p.pt", 0).device == "cpu"
+    assert PolicyTrainer(LearnConfig()).factory(tmp_path / "p.safetensors", 0).device == "cpu"
 
 
 def _sft_cfg(device: str) -> SFTConfig:
@@ -80,7 +80,7 @@ def test_cpu_training_is_reproducible_and_checkpoints_are_cpu_tensors(tmp_path) 
     a, b = trained(), trained()
     for (k, v), w in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
         assert torch.equal(v, w), k
-    loaded = load_policy(a.save(tmp_path / "p.pt"))
+    loaded = load_policy(a.save(tmp_path / "p.safetensors"))
     for k, v in loaded.state_dict().items():
         assert v.device.type == "cpu" and torch.equal(v, a.state_dict()[k]), k
 
@@ -98,7 +98,7 @@ def test_training_on_cuda_and_acting_anywhere(tmp_path) -> None:
     assert np.isfinite(m["update"]["flow_mse_last"]) and np.isfinite(m["weights"]["w_mean"])
     assert next(policy.parameters()).device == torch.device(dev.type, dev.index or 0)
 
-    path = policy.save(tmp_path / "p.pt")
+    path = policy.save(tmp_path / "p.safetensors")
     on_cpu = load_seeded(path, seed=5, fresh=True)
     on_gpu = load_seeded(path, seed=5, fresh=True, device="cuda")
     assert next(on_cpu.parameters()).device.type == "cpu"

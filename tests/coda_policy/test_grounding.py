@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
+from coda_policy.checkpoint import save_checkpoint
 from coda_policy.dataset import ChunkDataset
-from coda_policy.features import OBJ_DIM, collate, featurize, grounding_scores, obj_dim
+from coda_policy.object_token.features import OBJ_DIM, collate, featurize, grounding_scores, obj_dim
 from coda_policy.registry import load_policy, make_config, make_policy
 from common.text import default_embedder
 from sim.episode import make_observation, run_episode
@@ -46,7 +46,7 @@ def test_a_grounded_policy_trains_acts_and_round_trips(demo, tmp_path):
     policy.set_stats(ds.stats())
     loss, _ = policy(ds.batch(range(8)))
     loss.backward()
-    path = policy.save(tmp_path / "g.pt")
+    path = policy.save(tmp_path / "g.safetensors")
     loaded = load_policy(path)
     assert loaded.config.grounding
     act = loaded.bind(demo.scene)(make_observation(demo.scene, demo.states[0], 0))
@@ -57,5 +57,5 @@ def test_a_checkpoint_saved_without_the_option_loads_with_it_off(tmp_path):
     policy = make_policy(make_config("object_token", **SMALL))
     ckpt = policy.checkpoint()
     del ckpt["config"]["grounding"]  # what a checkpoint from before the option holds
-    torch.save(ckpt, tmp_path / "old.pt")
-    assert load_policy(tmp_path / "old.pt").config.grounding is False
+    save_checkpoint(ckpt, tmp_path / "old.safetensors")
+    assert load_policy(tmp_path / "old.safetensors").config.grounding is False

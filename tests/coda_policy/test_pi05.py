@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from coda_policy.configuration_pi05 import PI05_TINY
+from coda_policy.pi05.configuration_pi05 import PI05_TINY
 
 lerobot = pytest.importorskip("lerobot", reason="the π0.5 backend lives in .venv-pi05 (make setup-pi05)")
 
+from coda_policy.checkpoint import read_meta  # noqa: E402
 from coda_policy.pi05.data import samples  # noqa: E402
-from coda_policy.pi05.modeling import Pi05Policy, QuantileStats  # noqa: E402
+from coda_policy.pi05.modeling_pi05 import Pi05Policy, QuantileStats  # noqa: E402
 from coda_policy.registry import load_policy, make_policy  # noqa: E402
 from sim.episode import run_episode  # noqa: E402
 from sim.families import get_family  # noqa: E402
@@ -131,7 +132,7 @@ def test_a_few_sft_steps_lower_the_loss(policy, data):
 def test_select_action_in_a_real_episode_and_save_load_give_identical_actions(policy, tmp_path):
     ep = run_episode(SPEC, policy.bind(SPEC), max_steps=12, policy_name="pi05")
     assert ep.actions.shape == (12, 7) and np.abs(ep.actions).max() <= 1.0
-    path = policy.save(tmp_path / "pi05.pt")
+    path = policy.save(tmp_path / "pi05.safetensors")
     again = load_policy(path)
     assert isinstance(again, Pi05Policy) and again.config == policy.config
     a = run_episode(SPEC, policy.bind(SPEC), max_steps=12).actions
@@ -206,8 +207,10 @@ def test_the_loop_runs_with_pi05_tiny(tmp_path):
     trains = [r["train"] for r in rows if isinstance(r.get("train"), dict)]
     updates = [t["update"] for t in trains if "update" in t]
     assert updates[:2] == ["sft", "aw"], updates
-    for ckpt in sorted((out / "policy").glob("round_*.pt")):
-        assert torch.load(ckpt, map_location="cpu", weights_only=False)["config"]["type"] == "pi05"
+    ckpts = sorted((out / "policy").glob("round_*.safetensors"))
+    assert ckpts
+    for ckpt in ckpts:
+        assert read_meta(ckpt)["config"]["type"] == "pi05"
     cfg = RunConfig.from_json((out / "config.json").read_text())
     assert cfg.learn.policy == PI05_TINY
 

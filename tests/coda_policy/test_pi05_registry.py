@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from coda_policy.configuration_pi05 import Pi05Config
+from coda_policy.pi05.configuration_pi05 import Pi05Config
 from coda_policy.registry import make_config, policy_names
 
 

@@ -53,7 +53,7 @@ def _trained(name: str, dataset: ChunkDataset, steps: int = 3):
 @pytest.mark.parametrize("name", [n for n in policy_names() if n != "pi05"])
 def test_save_load_gives_identical_actions(name: str, dataset: ChunkDataset, demo: Episode, tmp_path) -> None:
     policy = _trained(name, dataset)
-    path = policy.save(tmp_path / "p.pt")
+    path = policy.save(tmp_path / "p.safetensors")
     loaded = load_policy(path)
     assert loaded.config == policy.config
     for k, v in policy.state_dict().items():
@@ -133,18 +133,18 @@ def test_smoke_sft_end_to_end(tmp_path) -> None:
     cfg = dataclasses.replace(PRESETS.get("smoke"), runs_dir=str(tmp_path), eval_id=1, eval_ood=1, workers=0)
     summary = run(cfg, Console(file=open(tmp_path / "out.txt", "w")))  # noqa: SIM115
     run_dir = tmp_path / cfg.name
-    assert (run_dir / "policy" / "round_00.pt").exists() and (run_dir / "sft_loss.png").exists()
+    assert (run_dir / "policy" / "round_00.safetensors").exists() and (run_dir / "sft_loss.png").exists()
     assert len(list((run_dir / "episodes" / "round_00").glob("*.npz"))) == cfg.demos
     assert json.loads((run_dir / "sft_summary.json").read_text())["steps"] == cfg.steps
     assert summary["samples_per_s"] > 0 and summary["latency_ms_per_chunk"] > 0
     assert 0.0 <= summary["in_distribution_success"] <= 1.0
-    load_policy(run_dir / "policy" / "round_00.pt")
+    load_policy(run_dir / "policy" / "round_00.safetensors")
 
 
 def test_checkpoint_policy_factory_pickles_and_acts(dataset: ChunkDataset, demo: Episode, tmp_path) -> None:
     from coda_policy.evaluate import CheckpointPolicy
 
-    path = _trained("object_token", dataset, steps=1).save(tmp_path / "p.pt")
+    path = _trained("object_token", dataset, steps=1).save(tmp_path / "p.safetensors")
     factory = pickle.loads(pickle.dumps(CheckpointPolicy(str(path))))
     act = factory(demo.scene)
     chunk = act(make_observation(demo.scene, demo.states[0], 0))

@@ -11,7 +11,7 @@ import torch
 
 from coda_policy.awr import AWRConfig, build_table, weighted_update
 from coda_policy.dataset import ChunkDataset, goal_token
-from coda_policy.features import token_names
+from coda_policy.object_token.features import token_names
 from coda_policy.registry import load_policy, make_config, make_policy
 from coda_policy.shaping import ShapingConfig, shape_episodes
 from programs.seeds import seed_library
@@ -51,7 +51,7 @@ def test_the_head_learns_to_name_the_item_and_the_policy_round_trips(demo, tmp_p
         loss.backward()
         opt.step()
     assert m["target_ce"] < first / 4 and m["target_acc"] == 1.0
-    loaded = load_policy(policy.save(tmp_path / "t.pt"))
+    loaded = load_policy(policy.save(tmp_path / "t.safetensors"))
     assert loaded.config.target_loss == 1.0
     act = loaded.bind(demo.scene)(make_observation(demo.scene, demo.states[0], 0))
     assert act.shape == (loaded.config.execute, 7) and np.isfinite(act).all()

@@ -18,7 +18,7 @@ def one_demo():
 
 @pytest.mark.slow  # covered by `python -m experiments.libero_sft` (README: our policy on LIBERO)
 def test_demonstrations_become_feature_and_chunk_tensors(one_demo):
-    from coda_policy.features import OBJ_DIM, ROBOT_DIM
+    from coda_policy.object_token.features import OBJ_DIM, ROBOT_DIM
 
     assert len(one_demo) == 1 and one_demo[0]["state"] == 20  # past the evaluation's init states 0-19
     ep = one_demo[0]

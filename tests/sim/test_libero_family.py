@@ -185,7 +185,7 @@ def test_the_loop_s_training_features_are_the_ones_a_policy_sees_acting():
     import tempfile
 
     from coda_policy.dataset import ChunkDataset
-    from coda_policy.libero_features import featurize_libero, reader
+    from coda_policy.object_token.libero_features import featurize_libero, reader
     from common.text import default_embedder
     from sim.libero.episode import libero_env, run_libero_episode
 

@@ -2,7 +2,7 @@
 and success before/after per arm → the learning-progress ledger; held-out in-distribution and OOD
 evaluation is measured every round for the record and never steers anything.
 
-Checkpoints are policy/round_XX.pt; a node that re-runs after a crash finds a finished update
+Checkpoints are policy/round_XX.safetensors; a node that re-runs after a crash finds a finished update
 (checkpoint + train/round_XX.json) and keeps it.
 """
 

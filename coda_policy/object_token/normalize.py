@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from coda_policy.features import KINDS, ROBOT_DIM, obj_dim
+from coda_policy.object_token.features import KINDS, ROBOT_DIM, obj_dim
 
 # object-token dims that are categorical or already unit-scaled (kind one-hot, rgba, flags, category code):
 # left as they are, so an unseen category or colour cannot blow up after division by a tiny std

@@ -2,10 +2,10 @@
 features, and `LiberoPolicy`, a saved policy acting there.
 
 A LIBERO state is read as our `WorldState` (`sim.libero.world.LiberoReader`) and featurised by
-`coda_policy.features.featurize`, the one feature function: the protocol's evaluator, the standalone SFT
-and the loop's LIBERO episodes (`--preset libero`) all give a policy the same features, so a checkpoint
-trained by any of them acts under any other. Object colours are not in LIBERO's state (zeros); category
-words come from the instance names ("alphabet_soup_1" → "alphabet soup").
+`coda_policy.object_token.features.featurize`, the one feature function: the protocol's evaluator, the
+standalone SFT and the loop's LIBERO episodes (`--preset libero`) all give a policy the same features, so a
+checkpoint trained by any of them acts under any other. Object colours are not in LIBERO's state (zeros);
+category words come from the instance names ("alphabet_soup_1" → "alphabet soup").
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from coda_policy.features import collate, featurize
+from coda_policy.object_token.features import collate, featurize
 
 if TYPE_CHECKING:
     from common.text import TextEmbedder

@@ -33,8 +33,8 @@ class ObjectTokenConfig:
     execute: int = 8
     # action dimension (Δpos 3, Δrot 3, gripper 1)
     action_dim: int = 7
-    # give each object token the instruction ↔ category-words cosine (`coda_policy.features`): which token
-    # the words name, from language alone. Off by default and in every preset: on LIBERO-Object's
+    # give each object token the instruction ↔ category-words cosine (`object_token.features`): which
+    # token the words name, from language alone. Off by default and in every preset: on LIBERO-Object's
     # development scenes it did not help at 100 demonstrations (FINDINGS #35). A checkpoint saved without
     # it loads with it off
     grounding: bool = False

@@ -26,11 +26,11 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from coda_policy.configuration_pi05 import Pi05Config
+from coda_policy.checkpoint import load_checkpoint, save_checkpoint
 from coda_policy.dataset import ChunkData
+from coda_policy.pi05.configuration_pi05 import Pi05Config
 from coda_policy.pi05.data import samples
 from coda_policy.pi05.gemma_adarms import install
-from coda_policy.registry import save_checkpoint
 from sim.episode import Episode, proprio
 from sim.render import frames_at
 
@@ -280,7 +280,7 @@ class Pi05Policy(nn.Module):
                 "state_dict": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}}
 
     def save(self, path: str | Path) -> Path:
-        """Config, quantile statistics and PI05's weights in one file."""
+        """Config, quantile statistics (JSON) and PI05's weights in one .safetensors file."""
         return save_checkpoint(self.checkpoint(), path)
 
     @classmethod
@@ -294,7 +294,7 @@ class Pi05Policy(nn.Module):
 
     @classmethod
     def load(cls, path: str | Path) -> Pi05Policy:
-        return cls.from_checkpoint(torch.load(path, map_location="cpu", weights_only=False))
+        return cls.from_checkpoint(load_checkpoint(path))
 
 
 @dataclasses.dataclass

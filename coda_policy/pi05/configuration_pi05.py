@@ -1,4 +1,4 @@
-"""Configuration of the π0.5 backend (registered as "pi05"; the model lives in `coda_policy.pi05`).
+"""Configuration of the π0.5 backend (registered as "pi05"; the model: `modeling_pi05` beside it).
 
 Importing this module needs nothing beyond the default install; building the policy needs lerobot, which
 lives in the optional environment `make setup-pi05` makes (.venv-pi05; README "Use your own π0.5")."""
@@ -11,7 +11,7 @@ from coda_policy.registry import NAMED, register_config
 from coda_policy.threads import TRAIN_THREADS
 
 
-@register_config("pi05", modeling="coda_policy.pi05.modeling:Pi05Policy")
+@register_config("pi05")
 @dataclass(frozen=True, kw_only=True)
 class Pi05Config:
     """lerobot's PI05 behind our policy verbs. `size="tiny"` is a random-init CPU model that proves the

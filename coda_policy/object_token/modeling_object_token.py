@@ -19,12 +19,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from coda_policy.configuration_object_token import ObjectTokenConfig
+from coda_policy.checkpoint import load_checkpoint, save_checkpoint
 from coda_policy.dataset import ChunkData, ChunkDataset, goal_token
 from coda_policy.device import module_device, to_device
-from coda_policy.features import ROBOT_DIM, collate, featurize, obj_dim
-from coda_policy.normalize import Normalizer, NormStats
-from coda_policy.registry import save_checkpoint
+from coda_policy.object_token.configuration_object_token import ObjectTokenConfig
+from coda_policy.object_token.features import ROBOT_DIM, collate, featurize, obj_dim
+from coda_policy.object_token.normalize import Normalizer, NormStats
 from common.text import DIM as TEXT_DIM
 from common.text import TextEmbedder, default_embedder
 
@@ -233,7 +233,7 @@ class ObjectTokenPolicy(nn.Module):
         }
 
     def save(self, path: str | Path) -> Path:
-        """Write config, weights and normalisation statistics to one file."""
+        """Write config, weights and normalisation statistics (buffers) to one .safetensors file."""
         return save_checkpoint(self.checkpoint(), path)
 
     @classmethod
@@ -246,4 +246,4 @@ class ObjectTokenPolicy(nn.Module):
 
     @classmethod
     def load(cls, path: str | Path) -> ObjectTokenPolicy:
-        return cls.from_checkpoint(torch.load(path, map_location="cpu", weights_only=False))
+        return cls.from_checkpoint(load_checkpoint(path))

@@ -1,0 +1,70 @@
+"""Convert old pickled `.pt` checkpoints to the safetensors format (`coda_policy.checkpoint`), once:
+
+    python -m coda_policy.convert runs/old/policy/round_00.pt [more.pt ...] [--out NEW.safetensors]
+
+This is the one place the project unpickles a checkpoint, and it says so. It uses torch's restricted
+unpickler (`weights_only=True`: tensors, dicts, lists and numbers only, no arbitrary code), which reads every
+checkpoint this project wrote; a file that needs more is refused, not loaded. The converted checkpoint is
+loaded back and compared tensor by tensor before the command reports success. Each file is written beside
+its source with the suffix `.safetensors` (or at `--out` when one file is given); the `.pt` is left alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from coda_policy import checkpoint
+
+
+def _same(a: Any, b: Any) -> bool:
+    import torch
+
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):  # JSON has no tuples: (1, 2) comes back as [1, 2]
+        return isinstance(b, list) and len(a) == len(b) and all(map(_same, a, b))
+    return a == b
+
+
+def convert(old: str | Path, new: str | Path | None = None) -> Path:
+    """Write the safetensors checkpoint of pickled checkpoint `old` (default: beside it) and check it loads
+    back identical; returns its path."""
+    import torch
+
+    old = Path(old)
+    new = Path(new) if new is not None else old.with_suffix(checkpoint.SUFFIX)
+    if new.resolve() == old.resolve():
+        raise ValueError(f"{old} would be overwritten; give --out")
+    ckpt = torch.load(old, map_location="cpu", weights_only=True)
+    if not isinstance(ckpt, dict):
+        raise ValueError(f"{old} holds a {type(ckpt).__name__}, not a checkpoint dict")
+    checkpoint.save_checkpoint(ckpt, new)
+    if not _same(ckpt, checkpoint.load_checkpoint(new)):
+        new.unlink()
+        raise RuntimeError(f"{new} did not load back identical to {old}; removed it")
+    return new
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m coda_policy.convert", description=__doc__.split("\n\n")[0])
+    ap.add_argument("old", nargs="+", type=Path, help="pickled .pt checkpoint(s)")
+    ap.add_argument("--out", type=Path, default=None, help="where to write (one input only)")
+    a = ap.parse_args(argv)
+    if a.out is not None and len(a.old) > 1:
+        ap.error("--out takes one input file")
+    for old in a.old:
+        if not old.is_file():
+            print(f"error: no such file: {old}", file=sys.stderr)
+            return 2
+        print(f"unpickling {old} once with torch.load(weights_only=True) to convert it")
+        print(f"wrote {convert(old, a.out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
