@@ -1,0 +1,76 @@
+"""The README's results table (and docs/libero.md's runs table) cannot drift from the committed results files:
+`scripts/readme_results.py --check` regenerates them from docs/results and fails on any difference."""
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "readme_results.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("readme_results", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _copy(tmp: Path) -> Path:
+    """The pages that hold generated tables, beside the real results files."""
+    for page in ("README.md", "docs/libero.md"):
+        (tmp / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / page, tmp / page)
+    (tmp / "docs" / "results").symlink_to(ROOT / "docs" / "results")
+    return tmp
+
+
+def test_the_committed_pages_match_the_results_files():
+    ran = subprocess.run([sys.executable, str(SCRIPT), "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr + ran.stdout
+
+
+def test_a_hand_edited_figure_is_caught_and_regenerated(tmp_path: Path, capsys):
+    root = _copy(tmp_path)
+    readme = root / "README.md"
+    text = readme.read_text()
+    mod = _script()
+    coda = mod.ms(mod.stat(mod.cells(ROOT / "docs/results/table1"), "coda", "ood"))  # CoDA's avg OOD
+    table = text.split("<!-- results:begin")[1].split("<!-- results:end -->")[0]
+    assert f"| {coda} |" in table
+    readme.write_text(text.replace(f"| {coda} |", "| 99.9 ± 0.1 |", 1))
+    assert mod.main(["--check", "--root", str(root)]) == 1
+    assert "README.md" in capsys.readouterr().err
+    assert mod.main(["--root", str(root)]) == 0  # rewrites it from the files
+    assert readme.read_text() == text
+    assert mod.main(["--check", "--root", str(root)]) == 0
+
+
+def test_the_table_reads_the_records_it_links(tmp_path: Path):
+    """Each figure comes from the file it names: the Table 1 means match table1.json's, computed again from
+    the cell records; the LIBERO-Pro cells match liberopro.json."""
+    import json
+
+    mod = _script()
+    results = ROOT / "docs" / "results"
+    table = json.loads((results / "table1.json").read_text())["methods"]
+    recs = mod.cells(results / "table1")
+    for method in ("coda", "coda_text2potential", "uniform", "scalar", "sft"):
+        assert mod.stat(recs, method, "ood")[0] == table[method]["avg_ood"]["mean"]
+        assert abs(mod.stat(recs, method, "ood")[1] - table[method]["avg_ood"]["se"]) < 0.011
+    lines = "\n".join(mod.readme_table(results, "docs/results/"))
+    lp = json.loads((results / "liberopro.json").read_text())
+    row = mod.libero_row(lp, "loop `libero_s37`, round 3")["cells"]
+    assert f"{row['none']['successes']} / {row['position']['successes']} / " in lines
+    assert "[Table 1](docs/results/table1.md)" in lines and "(docs/results/liberopro.md)" in lines
+
+
+def test_missing_markers_are_an_error(tmp_path: Path):
+    root = _copy(tmp_path)
+    page = root / "docs" / "libero.md"
+    page.write_text(page.read_text().replace("<!-- libero-runs:end -->", ""))
+    ran = subprocess.run([sys.executable, str(SCRIPT), "--check", "--root", str(root)], capture_output=True,
+                         text=True)
+    assert ran.returncode != 0 and "libero-runs" in ran.stderr
