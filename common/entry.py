@@ -2,7 +2,7 @@
 
     coda run --preset smoke --llm rules --out runs/smoke     # = python -m agents.run ...
     coda replay runs/smoke --show 5                          # = python -m agents.replay ...
-    coda table1 --preset smoke                               # = python -m experiments.table1 ...
+    coda table1 --preset smoke                               # = python -m experiments.table ...
 
 `coda COMMAND ...` is exactly `python -m MODULE ...` (same options, same exit codes); `coda --help` lists
 the commands.
@@ -18,13 +18,13 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("agents.run", "run the co-evolution loop (or resume a run)"),
     "replay": ("agents.replay", "list a run's checkpoints, show one step, fork a what-if"),
-    "table1": ("experiments.table1", "Table 1: every method at equal budget on the frozen suites"),
+    "table1": ("experiments.table.table1", "Table 1: every method at equal budget on the frozen suites"),
     "bootstrap-cost": ("experiments.bootstrap_cost", "a table's kept bootstraps trained again and timed"),
-    "ablations": ("experiments.ablations", "the Text2potential ablations inside the loop"),
+    "ablations": ("experiments.table.ablations", "the Text2potential ablations inside the loop"),
     "ceiling": ("experiments.ceiling", "an oracle generator at Table 1's budget"),
     "update-dev": ("experiments.update_dev", "the policy updates compared on development scenes"),
-    "suites": ("experiments.suites", "check (or rebuild) the frozen evaluation suites"),
-    "power": ("experiments.power", "the verification test's exact power per batch size"),
+    "suites": ("experiments.table.suites", "check (or rebuild) the frozen evaluation suites"),
+    "power": ("experiments.table.power", "the verification test's exact power per batch size"),
     "critic-replay": ("experiments.critic_replay", "re-diagnose and re-verify a finished run"),
     "liberopro": ("experiments.liberopro", "the LIBERO / LIBERO-Pro protocol: tasks, instructions, success"),
     "liberopro-run": ("experiments.liberopro_run", "a libero run's round policies under the protocol"),

@@ -9,7 +9,7 @@ would leave them out. This trains each seed's bootstrap again — the same `agen
 of its own, times it (wall and the CPU seconds of its process tree) and its evaluation on the frozen
 suites, and records `<results>/<table>/bootstrap_cost/seed<k>.json`: those times, the new policy's SHA-256
 beside the kept one's, and both policies' average OOD success. The table's page adds the recorded costs to
-its compute line (`experiments.table_stats.compute`). The kept bootstraps are not touched, and the cells
+its compute line (`experiments.table.stats.compute`). The kept bootstraps are not touched, and the cells
 do not use the policies trained here. A killed run resumes (`agents.run --resume`); a recorded seed is
 skipped.
 """
@@ -24,20 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from common.cli import seed_list
-from experiments import suites as frozen
-from experiments.table1 import (
-    TABLES,
-    boot_home,
-    bootstrap_cell,
-    children_cpu_s,
-    commit_files,
-    evaluate_cell,
-    run_cell,
-    table_files,
-    write_table,
-)
-from experiments.table_record import ROOT, provenance, sha256
-from experiments.table_stats import BOOTSTRAP_COST
+from experiments.table import suites as frozen
+from experiments.table.cells import boot_home, bootstrap_cell, children_cpu_s, evaluate_cell, run_cell
+from experiments.table.presets import TABLES
+from experiments.table.record import ROOT, commit_files, provenance, sha256, table_files
+from experiments.table.stats import BOOTSTRAP_COST
+from experiments.table.table1 import write_table
 
 
 def _avg_ood(evals: dict[str, dict[str, float]]) -> float:
@@ -50,7 +42,7 @@ def kept_record(preset_name: str, seed: int, results: Path) -> dict[str, Any]:
     path = results / boot_home(TABLES.get(preset_name)) / "bootstrap" / f"seed{seed}.json"
     if not path.exists():
         raise FileNotFoundError(f"{path}: no kept bootstrap for seed {seed} to compare with; run the table's "
-                                f"seed first (python -m experiments.table1 --preset {preset_name} --seeds "
+                                f"seed first (python -m experiments.table --preset {preset_name} --seeds "
                                 f"{seed},)")
     return json.loads(path.read_text())
 
@@ -110,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from sim.pool import make_pool
 
-    command = "python -m experiments.table1 --preset " + a.preset
+    command = "python -m experiments.table --preset " + a.preset
     with make_pool("local", a.workers) as pool:
         for seed in seeds:
             path = measure(a.preset, seed, workers=a.workers, out=a.out, results=a.results, pool=pool)

@@ -34,15 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from experiments import suites as frozen
-from experiments.table1 import (
-    TABLES,
-    cell_config,
-    evaluate,
-    shared_bootstrap,
-)
-from experiments.table_record import ROOT, provenance, sha256
-from experiments.table_stats import mean_se
+from experiments.table import suites as frozen
+from experiments.table.cells import cell_config, evaluate, shared_bootstrap
+from experiments.table.presets import TABLES
+from experiments.table.record import ROOT, provenance, sha256
+from experiments.table.stats import mean_se
 
 SOURCES = ("id", "mixed", "ood")
 CEILING_SEED = 8_200_000  # the oracle's training scenes: disjoint from the suites' and the loop's seeds

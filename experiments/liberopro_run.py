@@ -64,8 +64,7 @@ def evaluate_run(run: Path, suite: str, rounds: list[int], perturbs: list[str], 
                  out: Path, commit: bool, log: Any = print) -> list[Path]:
     """Every (round, perturbation) file not yet written; returns the files written now."""
     from experiments.liberopro import evaluate, suite_name, summary
-    from experiments.table1 import commit_files
-    from experiments.table_record import provenance
+    from experiments.table.record import commit_files, provenance
 
     policies = round_policies(run)
     check_rounds(run, policies, rounds)
@@ -148,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         check_rounds(a.run, policies, rounds)  # before anything is written
         recorded = record_run(a.run, a.out)
         if a.commit:
-            from experiments.table1 import commit_files
+            from experiments.table.record import commit_files
 
             commit_files(recorded, f"{a.run.name}: the loop run's config, metrics and verdicts beside its "
                                    "protocol evaluations")

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated folders of the cells' records (a table's docs/results/<table>)")
     ap.add_argument("--out", type=Path, help="write the cells and correlations here (JSON)")
     a = ap.parse_args(argv)
-    from experiments.table_stats import avg_ood
+    from experiments.table.stats import avg_ood
 
     if not a.runs.is_dir():
         print(f"error: no folder {a.runs}", file=sys.stderr)

@@ -41,15 +41,11 @@ import numpy as np
 from agents.config import PRESETS, WEIGHTED_UPDATE_BEFORE, LearnConfig
 from common.cli import comma_list
 from experiments import ceiling
-from experiments import suites as frozen
-from experiments.table1 import (
-    TABLES,
-    cell_config,
-    evaluate,
-    shared_bootstrap,
-)
-from experiments.table_record import ROOT, provenance, sha256
-from experiments.table_stats import mean_se
+from experiments.table import suites as frozen
+from experiments.table.cells import cell_config, evaluate, shared_bootstrap
+from experiments.table.presets import TABLES
+from experiments.table.record import ROOT, provenance, sha256
+from experiments.table.stats import mean_se
 
 DEV_SEED = 7_560_000  # the development scenes: disjoint from the suites (7_340_000), the ceiling's draws
 SPLITS = ("id", "ood")
@@ -90,7 +86,7 @@ UPDATES: dict[str, tuple[str, LearnConfig, str]] = {
 
 @dataclasses.dataclass(frozen=True)
 class DevScene:
-    """One development scene on disk (what `experiments.table1.evaluate` reads, like a frozen suite's)."""
+    """One development scene on disk (what `experiments.table.cells.evaluate` reads, like a suite's)."""
 
     path: Path
     family: str

@@ -113,11 +113,12 @@ CASES = [
     Case("sandbox_factors_not_json", "sandbox.run", "{file} --factors {{bad", 2, "not JSON"),
     Case("sandbox_factors_a_list", "sandbox.run", "{file} --factors [1]", 2, "JSON object"),
     Case("sandbox_preset_typo", "sandbox.run", "{file} --preset defualt", 2, "Did you mean"),
-    # experiments.table1
-    Case("table_preset_typo", "experiments.table1", "--preset defualt", 2, "Did you mean"),
-    Case("table_method_typo", "experiments.table1", "--preset smoke --methods codaa", 2, "Did you mean"),
-    Case("table_workers_zero", "experiments.table1", "--preset smoke --workers 0", 2, "at least 1"),
-    Case("table_ray_unreachable", "experiments.table1", "--preset smoke --ray-address 127.0.0.1:9", 2,
+    # experiments.table.table1
+    Case("table_preset_typo", "experiments.table.table1", "--preset defualt", 2, "Did you mean"),
+    Case("table_method_typo", "experiments.table.table1", "--preset smoke --methods codaa", 2,
+         "Did you mean"),
+    Case("table_workers_zero", "experiments.table.table1", "--preset smoke --workers 0", 2, "at least 1"),
+    Case("table_ray_unreachable", "experiments.table.table1", "--preset smoke --ray-address 127.0.0.1:9", 2,
          "nothing answers there"),
     # experiments.bootstrap_cost
     Case("bootcost_preset_typo", "experiments.bootstrap_cost", "--preset timd", 2, "Did you mean"),

@@ -109,7 +109,7 @@ def test_memory_composes_modes_from_two_families_into_one_program(tmp_path: Path
         assert arms in ({"seed", mixes[0]["mode_id"], yaw.id}, {"seed", mixes[0]["mode_id"], far.id})
         # a composite is made from templates: never handed to the writer, counted as budget on modes
         from agents.graph.nodes.arms import template_made
-        from experiments.table_stats import mode_budget_share
+        from experiments.table.stats import mode_budget_share
 
         assert template_made(mixes[0]["mode_id"])
         assert mode_budget_share({"memory_per_round": {"1": {"arms": [

@@ -1,4 +1,4 @@
-"""`python -m agents.run --config FILE` (how experiments.table1 starts its cells): a RunConfig JSON is the
+"""`python -m agents.run --config FILE` (how experiments.table starts its cells): a RunConfig JSON is the
 run's configuration, flags still override it, and a missing or malformed file is a one-line error."""
 
 from __future__ import annotations

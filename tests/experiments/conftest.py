@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import table1
+from experiments.table import table1
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from agents.config import METHODS, RunConfig
-from experiments import ablations
+from experiments.table import ablations
 
 
 def _cell(method: str, seed: int, ood: dict[str, float], curve: list[float] | None = None,
@@ -39,7 +39,8 @@ def test_every_row_is_the_papers_coda_with_only_its_training_signal_changed():
 
 
 def test_default_preset_shares_table1_cells():
-    from experiments.table1 import TABLES, cell_config
+    from experiments.table.cells import cell_config
+    from experiments.table.presets import TABLES
 
     ours = cell_config(ablations.ABLATIONS.get("default"), "coda", 1, "rules", 2)
     assert ours == cell_config(TABLES.get("default"), "coda", 1, "rules", 2)
@@ -120,7 +121,7 @@ def test_smoke_ablation_end_to_end_shares_the_coda_cells(tmp_path: Path,
     assert cells["coda_text2potential"]["shaping"] == "text2potential"
     assert cells["coda"]["bootstrap_sha256"] == cells["coda_frozen_actor"]["bootstrap_sha256"]
     config = json.loads((out / "coda_seed0" / "config.json").read_text())
-    assert config["preset"] == "smoke+table1_smoke"  # the very cell experiments.table1 --preset smoke runs
+    assert config["preset"] == "smoke+table1_smoke"  # the very cell experiments.table --preset smoke runs
     md = (results / "ablations_smoke.md").read_text()
     assert "Text2potential − sparse on the multi-stage families" in md
 

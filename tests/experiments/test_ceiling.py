@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from experiments import ceiling
-from experiments import suites as frozen
+from experiments.table import suites as frozen
 
 
 def _outside(family: str, spec) -> list[str]:

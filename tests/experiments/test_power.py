@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.power import verdict_rates
+from experiments.table.power import verdict_rates
 
 
 @pytest.mark.parametrize(("pt", "pc"), [(0.9, 0.1), (0.7, 0.4), (0.5, 0.5)])

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import table1, table_fork, table_record, table_stats
+from experiments.table import cells as table_cells
+from experiments.table import fork, presets, record, stats, table1
 
 
 def _cell(method: str, seed: int, ood: float, accepted: dict | None = None) -> dict:
@@ -23,7 +24,7 @@ def _cell(method: str, seed: int, ood: float, accepted: dict | None = None) -> d
 
 
 def test_aggregate_is_mean_and_standard_error_over_seeds_in_the_documented_schema():
-    table = table_stats.aggregate([_cell("sft", 0, 10.0), _cell("sft", 1, 20.0), _cell("coda", 0, 40.0)], "x")
+    table = stats.aggregate([_cell("sft", 0, 10.0), _cell("sft", 1, 20.0), _cell("coda", 0, 40.0)], "x")
     assert table["preset"] == "x" and table["seeds"] == [0, 1] and table["equal_budget"]
     sft = table["methods"]["sft"]
     assert sft["avg_ood"] == {"mean": 15.0, "se": 5.0} and sft["cells"] == 2
@@ -41,22 +42,22 @@ def test_change_against_the_bootstrap_and_budget_on_modes():
             "memory_per_round": {"1": {"arms": ["seed|pick_place×2", "var_obj_x_low|pick_place×2"]},
                                  "2": {"arms": ["seed|pick_place×1", "container_approach|pick_place×3"]}}}
     other_boot = {**_cell("sft", 0, 20.0), "bootstrap_shared": True, "bootstrap_sha256": "not b0"}
-    t = table_stats.aggregate([coda, other_boot], "x", boot)["methods"]
+    t = stats.aggregate([coda, other_boot], "x", boot)["methods"]
     assert t["coda"]["id_change"] == {"mean": -10.0, "se": 0.0}  # 90 vs 100: forgetting
     assert t["coda"]["ood_change"] == {"mean": 15.0, "se": 0.0}  # 20 vs (0 + 10) / 2
     assert t["coda"]["mode_budget_pct"] == {"mean": 37.5, "se": 0.0}  # 3 of 8 scenes on a mode
     assert t["sft"]["id_change"] is None and t["sft"]["mode_budget_pct"] is None  # another bootstrap
-    assert table_stats.mode_budget_share({"memory_per_round": {}}) is None
+    assert stats.mode_budget_share({"memory_per_round": {}}) is None
 
 
 def test_compute_sums_the_records_and_says_what_predates_the_timing():
     boots = {0: {"seed": 0, "wall_s": 100.0, "eval_s": 20.0, "run_cpu_s": 150.0}, 1: {"seed": 1}}
     cells = [{**_cell("sft", 0, 10.0), "eval_s": 5.0, "run_cpu_s": 14.4}, _cell("sft", 1, 20.0)]
-    table = table_stats.aggregate(cells, "x", boots)
+    table = stats.aggregate(cells, "x", boots)
     assert table["compute"] == {"run_s": 20.0, "eval_s": 5.0, "untimed_eval_cells": 1, "bootstrap_s": 120.0,
                                 "untimed_bootstraps": 1, "run_cpu_s": 14.4, "cpu_timed_cells": 1,
                                 "bootstrap_cpu_s": 150.0, "cpu_timed_bootstraps": 1}
-    note = table_stats.compute_note(table)
+    note = stats.compute_note(table)
     assert "145 s" in note and "1 cells' suite evaluations, 1 bootstraps" in note
     assert "CPU of the cell runs' processes: 14 s over 1 cells" in note
     assert "CPU of the bootstrap runs' processes: 150 s over 1 bootstraps" in note
@@ -74,12 +75,12 @@ def test_a_bootstrap_trained_again_is_timed_beside_the_kept_one(smoke_table: tup
         path = bootstrap_cost.measure("smoke", 0, workers=1, out=tmp_path, results=results, pool=pool,
                                       log=lines.append)
         rec = json.loads(path.read_text())
-        assert path.parent.name == table_stats.BOOTSTRAP_COST and rec["seed"] == 0
+        assert path.parent.name == stats.BOOTSTRAP_COST and rec["seed"] == 0
         assert rec["wall_s"] > 0 and 0 < rec["run_cpu_s"] <= 2 * rec["wall_s"] + 5 and rec["eval_s"] > 0
         assert rec["kept_sha256"] == kept["bootstrap_sha256"]
         assert rec["same_policy"] == (rec["bootstrap_sha256"] == kept["bootstrap_sha256"])
         assert 0.0 <= rec["avg_ood"] <= 100.0
-        assert table_stats.load_bootstrap_costs(results, "table1_smoke") == {0: rec}
+        assert stats.load_bootstrap_costs(results, "table1_smoke") == {0: rec}
         bootstrap_cost.measure("smoke", 0, workers=1, out=tmp_path, results=results, pool=pool,
                                log=lines.append)
     assert lines[-1] == "bootstrap seed 0: recorded, skipped"
@@ -90,23 +91,23 @@ def test_a_bootstrap_trained_again_is_timed_beside_the_kept_one(smoke_table: tup
 
 def test_unequal_budgets_are_reported():
     cells = [_cell("sft", 0, 10.0), _cell("coda", 0, 40.0, {"1": {"pick_place": 5, "stack_insert": 6}})]
-    assert not table_stats.aggregate(cells, "x")["equal_budget"]
+    assert not stats.aggregate(cells, "x")["equal_budget"]
 
 
 def test_a_mostly_fallen_back_diagnosis_cell_is_flagged():
-    cfg = table1.cell_config(table1.TABLES.get("smoke"), "coda", 0, "rules", 1)
+    cfg = table_cells.cell_config(presets.TABLES.get("smoke"), "coda", 0, "rules", 1)
     rows = [{"round": 0}, {"round": 1, "generation": {"slots": 4},
                            "fallbacks": {"slots": 3, "reasons": {"writer": 3}}}]
-    assert table_record.integrity(cfg, rows)["flagged"]
-    sft = table1.cell_config(table1.TABLES.get("smoke"), "sft", 0, "rules", 1)
-    assert not table_record.integrity(sft, rows)["flagged"]
+    assert record.integrity(cfg, rows)["flagged"]
+    sft = table_cells.cell_config(presets.TABLES.get("smoke"), "sft", 0, "rules", 1)
+    assert not record.integrity(sft, rows)["flagged"]
 
 
 def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
     out, results, table = smoke_table
-    assert list(table["methods"]) == list(table1.TABLE_METHODS) and table["equal_budget"]
+    assert list(table["methods"]) == list(stats.TABLE_METHODS) and table["equal_budget"]
     cells = {m: json.loads((results / "table1_smoke" / f"{m}_seed0.json").read_text())
-             for m in table1.TABLE_METHODS}
+             for m in stats.TABLE_METHODS}
     for m, c in cells.items():
         assert set(c["ood"]) == {"pick_place"} and 0.0 <= c["ood"]["pick_place"] <= 100.0
         assert set(c["curve"]) == {"round_00", "round_01"}
@@ -131,15 +132,15 @@ def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
         assert (results / f"table1_smoke_{plot}.png").stat().st_size > 1000
     page = (results / "table1_smoke.html").read_text()
     assert page.count("data:image/png;base64,") == 3 and "<td>coda</td>" in page
-    committed = {p.name for p in table1.table_files(results, "table1_smoke")}  # what --commit adds
+    committed = {p.name for p in record.table_files(results, "table1_smoke")}  # what --commit adds
     assert committed == {"table1_smoke.json", "table1_smoke.md", "table1_smoke.html",
                          *(f"table1_smoke_{p}.png" for p in ("ood_vs_envs", "gain", "memory"))}
     saved = json.loads((results / "table1_smoke.json").read_text())
     assert saved["methods"].keys() == table["methods"].keys() and "provenance" in saved
     again: list[str] = []
-    table1.run_table("smoke", table1.TABLE_METHODS, [0], critic="rules", workers=1, out=out,
+    table1.run_table("smoke", stats.TABLE_METHODS, [0], critic="rules", workers=1, out=out,
                      results=results, commit=False, command="test", log=again.append)
-    assert again == [f"{m} seed 0: recorded, skipped" for m in table1.TABLE_METHODS]
+    assert again == [f"{m} seed 0: recorded, skipped" for m in stats.TABLE_METHODS]
 
 
 SAME_ON_ANY_EXECUTOR = ("ood", "ood_single", "instruction", "id", "in", "curve", "accepted_per_round",
@@ -175,23 +176,39 @@ def test_cli_rejects_bad_input_before_running(capsys: pytest.CaptureFixture[str]
     assert table1.main(["--workers", "0"]) == 2
 
 
+def test_results_go_to_runs_unless_named_and_commit_needs_them_named(capsys: pytest.CaptureFixture[str]):
+    from argparse import Namespace
+
+    a = Namespace(preset="smoke", methods="coda", workers=1, ray_address=None, executor="local", results=None,
+                  commit=False)
+    table1.checked_cells(presets.TABLES, a)
+    assert a.results == record.ROOT / "runs" / "results"
+    assert table1.main(["--preset", "smoke", "--commit"]) == 2
+    assert "--results" in capsys.readouterr().err
+    named = Namespace(**{**vars(a), "results": Path("docs/results"), "commit": True})
+    table1.checked_cells(presets.TABLES, named)
+    assert named.results == Path("docs/results")
+
+
 def test_a_seeds_bootstrap_comes_from_the_kept_policy_and_a_lost_one_stops_the_table(tmp_path: Path) -> None:
     """A committed bootstrap policy is used instead of training one (no SFT steps), the shipped pretrained
     policy counts when its hash is the recorded one, and a seed whose record names a policy that is nowhere
     stops with what to do (FINDINGS #18: seed 1's bootstrap was lost)."""
-    preset = table1.TABLES.get("default")
+    preset = presets.TABLES.get("default")
     folder = tmp_path / "results" / preset.table / "bootstrap"
     folder.mkdir(parents=True)
     out = tmp_path / "runs"
-    shutil.copy2(table1.PRETRAINED, folder / "seed3_round_00.pt")
-    cfg, run = table1.kept_bootstrap_cell(preset, 3, "rules", 1, out, tmp_path / "results")
+    shutil.copy2(table_cells.PRETRAINED, folder / "seed3_round_00.pt")
+    cfg, run = table_cells.kept_bootstrap_cell(preset, 3, "rules", 1, out, tmp_path / "results")
     assert cfg.learn.init_policy == str((folder / "seed3_round_00.pt").resolve()) and cfg.learn.sft_steps == 0
-    (folder / "seed0.json").write_text(json.dumps({"bootstrap_sha256": table1.sha256(table1.PRETRAINED)}))
-    assert table1.kept_bootstrap(tmp_path / "results", preset.table, 0) == table1.PRETRAINED
-    assert table1.bootstrap_files(tmp_path / "results", preset.table, 0) == []  # shipped, not committed again
+    shipped = table_cells.PRETRAINED
+    (folder / "seed0.json").write_text(json.dumps({"bootstrap_sha256": record.sha256(shipped)}))
+    assert table_cells.kept_bootstrap(tmp_path / "results", preset.table, 0) == table_cells.PRETRAINED
+    # shipped, not committed again
+    assert table_cells.bootstrap_files(tmp_path / "results", preset.table, 0) == []
     (folder / "seed1.json").write_text(json.dumps({"bootstrap_sha256": "0" * 64}))
     with pytest.raises(RuntimeError, match="move the seed's records aside"):
-        table1.kept_bootstrap_cell(preset, 1, "rules", 1, out, tmp_path / "results")
+        table_cells.kept_bootstrap_cell(preset, 1, "rules", 1, out, tmp_path / "results")
 
 
 def test_a_table_with_more_rounds_forks_the_finished_cells(smoke_table: tuple[Path, Path, dict],
@@ -202,10 +219,10 @@ def test_a_table_with_more_rounds_forks_the_finished_cells(smoke_table: tuple[Pa
     import dataclasses
 
     local_out, local_results, _ = smoke_table
-    smoke = table1.TABLES.get("smoke")
+    smoke = presets.TABLES.get("smoke")
     name = "smoke_extended_by_a_test"
-    if name not in table1.TABLES.names():
-        table1.TABLES.register(name, dataclasses.replace(
+    if name not in presets.TABLES.names():
+        presets.TABLES.register(name, dataclasses.replace(
             smoke, table="table1_smoke_extended", label="table1_smoke", extends="smoke",
             overrides={**smoke.overrides, "rounds": 2}))
     base = tmp_path / "table1_smoke"
@@ -224,7 +241,7 @@ def test_a_table_with_more_rounds_forks_the_finished_cells(smoke_table: tuple[Pa
         assert rec["forked_from"] == {"run": str(base / f"{m}_seed0"), "after_round": 1}
         assert rec["bootstrap_shared"] and rec["bootstrap_sha256"] == was["bootstrap_sha256"]
         cell = tmp_path / "ext" / f"{m}_seed0"
-        assert table1.sha256(cell / "policy" / "round_01.pt") == table1.sha256(base / f"{m}_seed0" / "policy"
+        assert record.sha256(cell / "policy" / "round_01.pt") == record.sha256(base / f"{m}_seed0" / "policy"
                                                                                / "round_01.pt")
         assert json.loads((cell / "config.json").read_text())["rounds"] == 2
     assert not (results / "table1_smoke_extended" / "bootstrap").exists()  # one home: the base table's
@@ -236,11 +253,11 @@ def test_a_table_with_more_rounds_forks_the_finished_cells(smoke_table: tuple[Pa
 def test_a_token_budget_no_model_reads_does_not_make_another_cell() -> None:
     import dataclasses
 
-    cfg = table1.cell_config(table1.TABLES.get("default"), "coda", 0, "rules", 1)
+    cfg = table_cells.cell_config(presets.TABLES.get("default"), "coda", 0, "rules", 1)
     older = dataclasses.replace(cfg, writer=dataclasses.replace(cfg.writer, max_tokens_subgoals=800))
-    assert table_fork._without_model_budgets(older) == table_fork._without_model_budgets(cfg)
+    assert fork._without_model_budgets(older) == fork._without_model_budgets(cfg)
     other = dataclasses.replace(cfg, writer=dataclasses.replace(cfg.writer, band=0.5))
-    assert table_fork._without_model_budgets(other) != table_fork._without_model_budgets(cfg)
+    assert fork._without_model_budgets(other) != fork._without_model_budgets(cfg)
     asked = dataclasses.replace(older, llm="local")
     local = dataclasses.replace(cfg, llm="local")
-    assert table_fork._without_model_budgets(asked) != table_fork._without_model_budgets(local)
+    assert fork._without_model_budgets(asked) != fork._without_model_budgets(local)

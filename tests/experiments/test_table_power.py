@@ -1,4 +1,4 @@
-"""Table 1's paired power analysis on synthetic cells (`experiments.table_power`)."""
+"""Table 1's paired power analysis on synthetic cells (`experiments.table.table_power`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from experiments.table_power import load_cells, main, paired
+from experiments.table.table_power import load_cells, main, paired
 
 
 def _cell(tmp_path, method: str, seed: int, ood: float) -> None:
@@ -36,7 +36,7 @@ def test_no_coda_cells_is_a_clear_error(tmp_path, capsys):
 
 
 def test_a_table_whose_rows_average_different_seeds_says_so():
-    from experiments.table_stats import uneven_seeds
+    from experiments.table.stats import uneven_seeds
 
     assert uneven_seeds({"methods": {"sft": {"seeds": [0, 1, 2]}, "coda": {"seeds": [0, 1, 2]}}}) == []
     (line,) = uneven_seeds({"methods": {"sft": {"seeds": [0, 1, 2]}, "coda": {"seeds": [0, 1, 2, 3]}}})

@@ -1,7 +1,7 @@
 """A table of Table 1-style cells, as numbers and as Markdown: mean ± standard error over seeds, each
 method's change against its seed's bootstrap, the share of the budget spent on difficulty modes. Pure
-functions of the cell records (`experiments.table_record.cell_record`); `experiments.table1` and
-`experiments.ablations` write their tables with them.
+functions of the cell records (`experiments.table.record.cell_record`); `experiments.table.table1` and
+`experiments.table.ablations` write their tables with them.
 """
 
 from __future__ import annotations
@@ -164,13 +164,13 @@ def delta(x: dict[str, float] | None) -> str:
 
 def uneven_seeds(table: dict[str, Any]) -> list[str]:
     """A warning when rows average different seeds (a table filling up seed by seed): such rows compare
-    different bootstraps; the paired comparison is `python -m experiments.table_power`."""
+    different bootstraps; the paired comparison is `python -m experiments.table.table_power`."""
     seeds = {m: tuple(e.get("seeds", ())) for m, e in table["methods"].items()}
     if len(set(seeds.values())) <= 1:
         return []
     rows = "; ".join(f"{m} {list(s)}" for m, s in seeds.items())
     return [f"**Rows average different seeds** ({rows}): compare rows on common seeds, paired, with "
-            "`python -m experiments.table_power`."]
+            "`python -m experiments.table.table_power`."]
 
 
 def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
@@ -192,7 +192,7 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
                                         f"{e['cells']}{flag}"]) + " |")
     notes = [
         f"Preset `{table['preset']}`, seeds {table['seeds']}; success in %, mean ± standard error over seeds "
-        "(ID, OOD-single and instruction: mean over families). Frozen suites: `experiments/suites/`.",
+        "(ID, OOD-single and instruction: mean over families). Frozen suites: `experiments/table/suites/`.",
         "Δ vs bootstrap: the final policy minus the seed's shared bootstrap policy on the same frozen "
         "split, in pp averaged over families (ID Δ < 0 is forgetting). Budget on modes: the share of "
         "training scenes allotted to validated difficulty modes rather than the seed distribution or "

@@ -1,7 +1,7 @@
 """Plots of Table 1 from its cell records (matplotlib, PNG), and the table's self-contained HTML report
 with the table and the plots embedded.
 
-    python -m experiments.plots [--table table1] [--results docs/results]
+    python -m experiments.table.plots [--table table1] [--results docs/results]   # default runs/results
 
 - `<table>_ood_vs_envs.png`: frozen-suite success on the curve split (OOD) against accepted training
   environments per family, one line per method (mean over seeds; the x axis counts the scenes each method
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+from experiments.table.record import RUNS_RESULTS
 
 
 def load_cells(results: Path, table: str) -> list[dict[str, Any]]:
@@ -164,9 +164,12 @@ def write_html(results: Path, table: str, plots: Sequence[Path]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.plots", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.table.plots",
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("--table", default="table1")
-    ap.add_argument("--results", type=Path, default=ROOT / "docs" / "results")
+    ap.add_argument("--results", type=Path, default=RUNS_RESULTS,
+                    help="the folder that holds the table's records; the plots and page are written there "
+                         "(default runs/results)")
     a = ap.parse_args(argv)
     plots = make_plots(a.results, a.table)
     print("\n".join(map(str, [*plots, write_html(a.results, a.table, plots)])))

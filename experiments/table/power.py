@@ -4,7 +4,7 @@
 probability it labels it *refuted* (the increase bounded below `VerifyTestConfig.min_effect`). Binomial
 outcomes are enumerated through the node's own `decide`; nothing is simulated.
 
-    python -m experiments.power [--alpha 0.1] [--n 3,6,12,24]
+    python -m experiments.table.power [--alpha 0.1] [--n 3,6,12,24]
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ def verdict_rates(pt: float, pc: float, n: int, alpha: float) -> dict[str, float
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.power", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.table.power",
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("--alpha", type=float, default=0.1, help="significance (the loop's verify_alpha: 0.1)")
     ap.add_argument("--n", type=comma_list(int), default=[3, 6, 12, 24],
                     help="episodes per batch, comma-separated (default 3,6,12,24)")

@@ -1,4 +1,4 @@
-"""Table cells as Ray tasks across a cluster (`python -m experiments.table1 --executor ray`).
+"""Table cells as Ray tasks across a cluster (`python -m experiments.table --executor ray`).
 
 Each seed's shared bootstrap runs first, as one task per seed; then every unrecorded (method, seed) cell
 runs as a task (`agents.run` in a subprocess on whichever node Ray picks, its episodes in turn Ray tasks on
@@ -28,7 +28,7 @@ CELL_RETRIES = 2  # a cell task whose node died runs again and resumes from its 
 def _cell_task(cfg_json: str, run: str, where: list[str]) -> float:
     """Run (or resume) one cell to its last round on this node; returns its wall seconds."""
     from agents.config import RunConfig
-    from experiments.table1 import run_cell
+    from experiments.table.cells import run_cell
 
     t0 = time.perf_counter()
     run_cell(RunConfig.from_json(cfg_json), Path(run), where)
@@ -42,17 +42,16 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
     import ray
 
     from agents.config import METHODS
-    from experiments.table1 import (
+    from experiments.table.cells import (
         boot_home,
         bootstrap_files,
         bootstrap_record,
-        commit_files,
         finish_cell,
         kept_bootstrap_cell,
         pending_cell,
         seed_cell,
     )
-    from experiments.table_record import sha256
+    from experiments.table.record import commit_files, sha256
 
     address = ray.get_runtime_context().gcs_address
     where = ["--executor", "ray", "--ray-address", address]

@@ -1,6 +1,6 @@
 """One Table 1 cell's record (`docs/results/<table>/<method>_seed<k>.json`) from its run directory and its
 suite evaluation, and the provenance every record and table page carries. Pure reads of a finished run;
-`experiments.table1` runs the cells and writes the records.
+`experiments.table.table1` runs the cells and writes the records.
 """
 
 from __future__ import annotations
@@ -9,13 +9,18 @@ import hashlib
 import json
 import subprocess
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agents.config import RunConfig
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+# where the harness and the studies write results unless `--results` names a place; the committed results
+# (docs/results) are written only when named
+RUNS_RESULTS = ROOT / "runs" / "results"
+FORK_NOTE = "table_fork.json"  # in a cell forked from another table's cell (`experiments.table.fork`)
 
 
 def sha256(path: Path) -> str:
@@ -62,9 +67,7 @@ def compiled_programs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def forked_from(run: Path) -> dict[str, Any] | None:
-    """Where a cell of an extending table was forked from (`experiments.table_fork`), else None."""
-    from experiments.table_fork import FORK_NOTE
-
+    """Where a cell of an extending table was forked from (`experiments.table.fork`), else None."""
     note = run / FORK_NOTE
     return json.loads(note.read_text()) if note.exists() else None
 
@@ -102,6 +105,17 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
     }
 
 
+def results_dir(given: Path | None, commit: bool = False) -> Path:
+    """`--results` as given, else `RUNS_RESULTS`; `--commit` without `--results` is a ValueError (what is
+    committed is written only where the command line says)."""
+    if given is not None:
+        return given
+    if commit:
+        raise ValueError("--commit commits the results where --results puts them: name it "
+                         "(e.g. --results docs/results); the default, runs/results, is not committed")
+    return RUNS_RESULTS
+
+
 def provenance(command: str) -> dict[str, Any]:
     from importlib.metadata import version
 
@@ -109,3 +123,15 @@ def provenance(command: str) -> dict[str, Any]:
                             text=True, check=False).stdout.strip() or "unknown"
     versions = ", ".join(f"{p} {version(p)}" for p in ("mujoco", "torch", "langgraph", "chromadb"))
     return {"command": command, "commit": commit, "versions": versions}
+
+
+def table_files(results: Path, table: str) -> list[Path]:
+    """What a rebuilt table consists of: its JSON, its markdown and the page and plots the markdown shows."""
+    files = [results / f"{table}.json", results / f"{table}.md", results / f"{table}.html",
+             *sorted(results.glob(f"{table}_*.png"))]
+    return [f for f in files if f.exists()]
+
+
+def commit_files(paths: Sequence[Path], message: str) -> None:
+    subprocess.run(["git", "add", *map(str, paths)], cwd=ROOT, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", message, "--", *map(str, paths)], cwd=ROOT, check=False)

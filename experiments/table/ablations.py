@@ -1,8 +1,8 @@
 """The Text2potential ablations inside the full loop: CoDA with each training signal at the same generation
-budget, evaluated on the frozen suites (`experiments.suites`) like Table 1.
+budget, evaluated on the frozen suites (`experiments.table.suites`) like Table 1.
 
-    python -m experiments.ablations --preset smoke                       # the harness end to end (minutes)
-    python -m experiments.ablations --preset default --seeds 3 --commit  # the table (resumes)
+    python -m experiments.table.ablations --preset smoke                      # the harness end to end
+    python -m experiments.table.ablations --preset default --seeds 3 --commit # the table (resumes)
 
 Every row is a method of the one graph (`agents.config.METHODS`): the paper's CoDA, whose advantage-weighted
 update is shaped by Text2potential (`coda_text2potential`), and the same loop with another training signal:
@@ -37,18 +37,20 @@ from typing import Any
 
 from agents.config import METHODS
 from common.registry import Registry
-from experiments.table1 import (
+from experiments.table.cells import boot_home
+from experiments.table.presets import TABLES, TablePreset
+from experiments.table.record import ROOT, provenance
+from experiments.table.stats import (
     TABLE_METHODS,
-    TABLES,
-    TablePreset,
-    boot_home,
-    cell_arguments,
-    checked_cells,
-    run_cells,
+    change_vs_bootstrap,
+    delta,
+    load_bootstraps,
+    mean_se,
+    ms,
+    uneven_seeds,
 )
-from experiments.table1 import write_table as write_table1
-from experiments.table_record import ROOT, provenance
-from experiments.table_stats import change_vs_bootstrap, delta, load_bootstraps, mean_se, ms, uneven_seeds
+from experiments.table.table1 import cell_arguments, checked_cells, run_cells
+from experiments.table.table1 import write_table as write_table1
 
 ABLATION_METHODS = ("coda", "coda_task_potential", "coda_dense_reward", "coda_no_refine", "coda_unit",
                     "coda_frozen_actor", "coda_text2potential")
@@ -163,7 +165,7 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
         "seeds. "
         f"Multi-stage families: {', '.join(table['multi_stage'])}"
         f"{'' if set(table['multi_stage']) & set(MULTI_STAGE) else ' (none in this preset: every family)'}. "
-        "Frozen suites: `experiments/suites/`. "
+        "Frozen suites: `experiments/table/suites/`. "
         "Each round is one advantage-weighted policy update; agreement is that of the compiled training "
         "programs with the round's expert demonstrations (after refinement where it ran).",
         f"Text2potential − sparse on the multi-stage families: {verdict}.",
@@ -209,7 +211,8 @@ def write_table(results: Path, preset: TablePreset, preset_name: str, command: s
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.ablations", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.table.ablations",
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="default", help=f"one of {', '.join(ABLATIONS.names())}")
     ap.add_argument("--methods", default=",".join(ABLATION_METHODS), help="comma-separated rows (methods)")
     ap.add_argument("--out", type=Path, help="the cells' run directories (default: Table 1's, runs/"
@@ -233,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = a.seeds if a.seeds is not None else list(range(preset.seeds))
     out = a.out or ROOT / "runs" / f"table1_{a.preset}"
     given = argv if argv is not None else sys.argv[1:]
-    command = ("python -m experiments.ablations " + " ".join(given)).strip()
+    command = ("python -m experiments.table.ablations " + " ".join(given)).strip()
 
     def write() -> dict[str, Any]:
         return write_table(a.results, preset, a.preset, command, a.reach)

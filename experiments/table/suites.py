@@ -1,5 +1,5 @@
 """Frozen evaluation suites: per task family, four splits of validated scenes (the scripted expert solves
-every one), stored as scene files with their SHA-256 in `experiments/suites/manifest.json`.
+every one), stored as scene files with their SHA-256 in `experiments/table/suites/manifest.json`.
 
     id           in distribution
     ood_single   in distribution except one spatial or attribute factor, moved into its out-of-distribution
@@ -11,11 +11,11 @@ every one), stored as scene files with their SHA-256 in `experiments/suites/mani
                  free rewordings
 
 The suites are drawn from their own seeds (disjoint from every seed the loop uses), are never read by the
-loop (`tests/experiments/test_suites.py` checks that no code outside `experiments/` names them), and are
-never used for tuning: `experiments` owns them.
+loop (`tests/experiments/test_suites.py` checks that no code outside `experiments/`, `studies/` and `bench/`
+names them), and are never used for tuning: `experiments` owns them.
 
-    python -m experiments.suites --build [--n 10]    # (re)draw and validate; writes files + manifest
-    python -m experiments.suites --check             # every file present and unchanged
+    python -m experiments.table.suites --build [--n 10]    # (re)draw and validate; writes files + manifest
+    python -m experiments.table.suites --check             # every file present and unchanged
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def manifest() -> dict[str, Any]:
     """The committed manifest; a clear error when the suites were never built."""
     if not MANIFEST.exists():
         raise FileNotFoundError(f"no frozen suites at {SUITE_DIR}; build them with "
-                                "`python -m experiments.suites --build`")
+                                "`python -m experiments.table.suites --build`")
     return json.loads(MANIFEST.read_text())
 
 
@@ -171,7 +171,8 @@ def suite(families: Sequence[str] | None = None, splits: Sequence[str] = SPLITS,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.suites", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.table.suites",
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", action="store_true", help="draw, validate and write the suites")
     ap.add_argument("--check", action="store_true", help="check the files against the manifest")
     ap.add_argument("--n", type=int, default=10, help="scenes per family and split (with --build)")

@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import PRESETS, RunConfig
-from experiments.table1 import TABLES, TablePreset
-from experiments.table_record import metrics_rows
-
-FORK_NOTE = "table_fork.json"  # in a cell forked from another table's cell (`extended_cell`): from where
+from experiments.table.presets import TABLES, TablePreset
+from experiments.table.record import FORK_NOTE, metrics_rows
 
 
 def _without_model_budgets(cfg: RunConfig) -> RunConfig:

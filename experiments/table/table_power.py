@@ -1,7 +1,7 @@
 """How large a difference Table 1 can resolve: each method against CoDA (or `--base`), paired by seed.
 
-    python -m experiments.table_power [--margin 5] [--out docs/results/table1_power.md]
-    python -m experiments.table_power --base coda_no_seed_arm     # a variant against every other row
+    python -m experiments.table.table_power [--margin 5] [--out docs/results/table1_power.md]
+    python -m experiments.table.table_power --base coda_no_seed_arm     # a variant against every other row
 
 The cells of one seed share the bootstrap policy and the frozen suites, so the per-seed difference
 CoDA − method removes the bootstrap's share of the variance. For each method: the mean paired difference in
@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from experiments.table_stats import TABLE_METHODS, avg_ood
+from experiments.table.stats import TABLE_METHODS, avg_ood
 
 T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # t_{0.975, df}
 
@@ -86,7 +86,8 @@ def markdown(rows: list[dict[str, Any]], margin: float, cmd: str, base: str = "c
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.table_power", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.table.table_power",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("--cells", default="docs/results/table1",
                     help="the table's cell folder, or comma-separated folders of tables that share "
                          "bootstraps (docs/results/table1,docs/results/ablations)")
@@ -113,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for m in others if m != a.base
             if (r := paired(cells, m, base=a.base, margin=a.margin, per_split=a.per_split,
                             round_no=a.round_no)) is not None]
-    cmd = ("python -m experiments.table_power" + (f" --cells {a.cells}" if a.cells != ap.get_default("cells")
-                                                  else "") + (f" --base {a.base}" if a.base != "coda" else "")
+    cmd = ("python -m experiments.table.table_power"
+           + (f" --cells {a.cells}" if a.cells != ap.get_default("cells") else "")
+           + (f" --base {a.base}" if a.base != "coda" else "")
            + (f" --round {a.round_no}" if a.round_no is not None else "")
            + (f" --out {a.out}" if a.out else ""))
     text = markdown(rows, a.margin, cmd, a.base)

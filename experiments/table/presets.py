@@ -1,0 +1,70 @@
+"""The sizes of Table 1 (`TablePreset`, registered in `TABLES`): which `agents.run` preset each cell starts
+from, what the table changes in it, how many seeds and frozen-suite scenes, and whether the table extends
+another with more rounds (`experiments.table.fork`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.config import CriticConfig
+from common.registry import Registry
+
+
+@dataclass(frozen=True, kw_only=True)
+class TablePreset:
+    """One size of the table."""
+
+    # the agents.run preset every cell starts from, and the fields this table changes in it
+    run_preset: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    # default seeds (cells per method)
+    seeds: int = 3
+    # frozen-suite scenes per family and split in the evaluation (None: all)
+    per_split: int | None = None
+    # the split every round's policy is evaluated on (the curves); the final policy sees every split
+    curve_split: str = "ood"
+    # name of the table's files under the results directory
+    table: str = "table1"
+    # the cells' run-config label is "<run_preset>+<label>" (default: the table's name); a table that shares
+    # another's cells (the ablations share Table 1's CoDA cells and bootstraps) takes that table's label, and
+    # reads and keeps each seed's bootstrap (record and policy) in that table's folder (`boot_home`)
+    label: str | None = None
+    # a table preset whose cells these are with more rounds: a cell starts as a fork of that table's
+    # finished run at its last round (`extended_cell`), so the shared rounds are computed once
+    extends: str | None = None
+
+
+TABLES: Registry[TablePreset] = Registry("table preset")
+# The harness end to end in a few minutes on 2 cores: one family, one round, one scene per split.
+TABLES.register("smoke", TablePreset(run_preset="smoke", overrides={"rounds": 1}, seeds=1, per_split=1,
+                                     table="table1_smoke"))
+# The table on the paper's four families, sized for ≤ 3 h of compute on 2 CPU cores over several sittings.
+# Variants move three factors at once (every method that has variants: FINDINGS #5 found that placing
+# scenes where many factors are out of distribution is what lifts OOD success at this budget; three of a
+# family's ~10 movable factors, so the critic can still tell which one failed), and the critic diagnoses
+# up to eight failures a round (two a family; verification episodes are measurement, not budget), each
+# under the failing scene's other OOD factors (`CriticConfig.ood_context`: with several factors moved, one
+# factor moved alone on the seed distribution was refuted 12 times of 16, FINDINGS #8). Set by reasoning
+# and the loop's own rollouts, never on the frozen suites.
+TABLES.register("default", TablePreset(
+    run_preset="default", seeds=3, per_split=10,
+    overrides={"llm": "rules", "rounds": 2, "budget": 6, "max_arms": 3, "eval_id": 2, "eval_ood": 2,
+               "thumbnails": False, "variant_factors": 3, "diagnose_max": 8,
+               "critic": CriticConfig(retries=0, allow_ood=True, ood_context=True)}))
+# The two diagnostic presets of FINDINGS #9-#10 (`default_demo_update`, `default_aw_step`) measured the
+# weighted update as it was before FINDINGS #11, while a bug drew its "rollout" half from every chunk; they
+# are gone with that update, and their cells are kept in docs/results/findings/table1_mask_bug/.
+# The paper's shape: five rounds at budget 8 (many hours on 2 cores).
+# Table 1's `default` with a third round, so memory's modes (founded in rounds 1–2) have a round to steer:
+# each cell forks Table 1's finished cell after round 2 (FINDINGS #12: the two-round table measures the
+# update and the exploration, not the memory). Its bootstraps are Table 1's.
+TABLES.register("rounds3", dataclasses.replace(
+    TABLES.get("default"), table="table1_rounds3", label="table1", extends="default",
+    overrides={**TABLES.get("default").overrides, "rounds": 3}))
+# Table 1's `default` cells run again from its kept bootstraps, all at one commit, each timed in CPU
+# seconds (`run_cpu_s`): what the preset costs (#10: ≤ 3 h on 2 cores). Run with its own --out.
+TABLES.register("timed", dataclasses.replace(TABLES.get("default"), table="table1_timed", label="table1"))
+TABLES.register("full", TablePreset(run_preset="default", seeds=3, per_split=10, table="table1_full",
+                                    overrides={"llm": "rules", "rounds": 5, "thumbnails": False}))
