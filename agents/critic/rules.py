@@ -7,7 +7,9 @@ Each factor gets a score
         × evidence multipliers from privileged numbers at the failure
 
 - *relevance*: which kinds of factor can break which phase (object yaw and size break grasps, mass and
-  friction break lifts and carries, the target's position breaks transport, ...).
+  friction break lifts and carries, the target's position breaks transport, ...): the failing phase's row,
+  which the family declares with its phases (`sim.families.phases.Phase.relevance`); a phase the family
+  does not declare is an error, not a default.
 - *atypicality*: where the scene's value sits in the family's in-distribution range (`FactorReading.
   position`), counted on the side that makes the task harder (low friction, high mass, a tight hole;
   both sides for positions, yaws and sizes).
@@ -31,7 +33,7 @@ The top factor becomes the diagnosis, with a targeted edit that recreates the fa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,33 +42,16 @@ from agents.critic.factors import FactorReading
 from agents.critic.summary import FailureSummary
 from programs.factor_space import hard_side, kind_of
 from sim.builder import ROBOT_BASE
+from sim.families.base import get_family
 
-_R = {  # phase → kind → how plausibly a factor of that kind breaks that phase
-    "approach": {"subject_pos": 1.0, "fixture_pos": 1.0, "fixture_yaw": 0.6, "fixture_height": 0.5,
-                 "appearance": 0.4, "language": 0.4, "task_kind": 0.4, "handle_standoff": 0.4,
-                 "subject_shape": 0.3, "subject_size": 0.3, "subject_yaw": 0.3, "fixture_size": 0.3,
-                 "joint_init": 0.3, "target_kind": 0.2, "target_pos": 0.2},
-    "grasp": {"subject_yaw": 1.0, "subject_size": 1.0, "subject_shape": 0.8, "handle_standoff": 1.0,
-              "fixture_yaw": 0.8, "fixture_height": 0.7, "friction": 0.5, "subject_pos": 0.5,
-              "fixture_size": 0.5, "fixture_pos": 0.5, "joint_init": 0.4, "mass": 0.2, "appearance": 0.2},
-    "lift": {"mass": 1.0, "friction": 1.0, "subject_size": 0.6, "subject_shape": 0.5, "subject_yaw": 0.4,
-             "subject_pos": 0.3},
-    "transport": {"target_pos": 1.0, "mass": 0.7, "friction": 0.7, "target_kind": 0.4, "subject_size": 0.3,
-                  "subject_shape": 0.3, "target_size": 0.3},
-    "align": {"target_yaw": 1.0, "target_pos": 0.7, "subject_yaw": 0.6, "target_size": 0.6,
-              "subject_size": 0.5},
-    "place": {"target_size": 1.0, "target_pos": 0.7, "target_kind": 0.7, "target_yaw": 0.7,
-              "subject_size": 0.5, "subject_shape": 0.5, "subject_yaw": 0.4, "friction": 0.3},
-    "insert": {"target_size": 1.0, "subject_size": 1.0, "target_yaw": 0.8, "subject_yaw": 0.6,
-               "target_pos": 0.4},
-    "release": {"target_size": 0.8, "target_kind": 0.7, "friction": 0.5, "subject_shape": 0.5,
-                "subject_size": 0.4, "target_pos": 0.4},
-    "pull": {"joint_init": 0.6, "fixture_yaw": 0.9, "fixture_size": 0.6, "fixture_pos": 0.6,
-             "handle_standoff": 0.6, "fixture_height": 0.4, "task_kind": 0.5},
-}
-RELEVANCE = _R | {"push": {**_R["pull"], "joint_init": 1.0}}
-OTHER = 0.3  # relevance of a kind the phase does not list (and of factors we know nothing about)
+OTHER = 0.3  # relevance of a kind the phase's row does not list (and of factors we know nothing about)
 BASE = 0.3  # score floor for a typical value: evidence alone can still name a factor
+
+
+def relevance(family: str, phase: str) -> Mapping[str, float]:
+    """Factor kind → how plausibly it breaks `phase` of `family` (the family's declared row); KeyError for a
+    phase the family does not have."""
+    return get_family(family).phase_def(phase).relevance
 
 
 def hard_atypicality(r: FactorReading, side: int | None) -> float:
@@ -243,7 +228,7 @@ def rank_factors(sm: FailureSummary, names: set[str] | None = None, *,
                  ood_first: bool = False) -> list[Candidate]:
     """Every factor of the summary (restricted to `names`, e.g. the program's schema), best first; with
     `ood_first` the out-of-distribution ones (`out_of_distribution`) before all others."""
-    table = RELEVANCE.get(sm.failing_phase, {})
+    table = relevance(sm.family, sm.failing_phase)
     c: Cands = {}
     for r in sm.factors:
         if (names is not None and r.name not in names) or not r.live:

@@ -9,7 +9,8 @@ LLM answers are checked in the training language; anything unusable raises `Writ
 
 Emphasis inserts one subgoal just before the stage that covers the diagnosed phase, staging that phase
 more finely (centre over the object before closing, a first secure centimetre of lift, halfway to the
-target while holding, centred over the target before letting go, halfway through the drag). Its `done`
+target while holding, centred over the target before letting go, halfway through the drag). The family
+declares, per phase, which stages cover it and which subgoal of `EMPHASIS` stages it. Its `done`
 is `(<next stage's done>) or (<condition>)`, so it stays true whenever the next stage is done and the
 completed prefix never shrinks when the later stage completes (the seeds' cumulative style).
 """
@@ -17,6 +18,7 @@ completed prefix never shrinks when the later stage completes (the seeds' cumula
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -53,55 +55,95 @@ def goal_roles(tp: TrainingProgram) -> dict[str, str]:
     return out
 
 
-def _carry_condition(phase: str, s: str, t: str | None) -> tuple[str, str, str] | None:
-    """(name, condition, progress) for a carry-an-object task."""
-    if phase == "approach":
-        return "near_object", f"dist('ee', {s}) < 0.1", f"1 - clip(dist('ee', {s}) / 0.4, 0, 1)"
-    if phase == "grasp":
-        return ("centred_on_object", f"xy_dist('ee', {s}) < 0.008 and dist('ee', {s}) < 0.03",
-                f"1 - clip(xy_dist('ee', {s}) / 0.03, 0, 1)")
-    if phase == "lift":
-        return "secure_lift", f"grasped({s}) and bottom({s}) > 0.015", f"clip(bottom({s}) / 0.015, 0, 1)"
+Stage = tuple[str, str, str]  # (subgoal name, done condition, progress) in the training language
+
+
+# ---- the emphasis vocabulary: a family names one per phase (`sim.families.phases.Phase.emphasis`) ---------
+# Each reads the program's goal roles (`goal_roles`) and gives the subgoal, or None when a role it needs is
+# not bound (a carry without a target, a joint program without its test and level).
+def _near_object(r: dict[str, str]) -> Stage:
+    s = r["subject"]
+    return "near_object", f"dist('ee', {s}) < 0.1", f"1 - clip(dist('ee', {s}) / 0.4, 0, 1)"
+
+
+def _centred_on_object(r: dict[str, str]) -> Stage:
+    s = r["subject"]
+    return ("centred_on_object", f"xy_dist('ee', {s}) < 0.008 and dist('ee', {s}) < 0.03",
+            f"1 - clip(xy_dist('ee', {s}) / 0.03, 0, 1)")
+
+
+def _secure_lift(r: dict[str, str]) -> Stage:
+    s = r["subject"]
+    return "secure_lift", f"grasped({s}) and bottom({s}) > 0.015", f"clip(bottom({s}) / 0.015, 0, 1)"
+
+
+def _halfway_to_target(r: dict[str, str]) -> Stage | None:
+    s, t = r["subject"], r.get("target")
     if t is None:
         return None
-    if phase in ("transport", "align"):
-        return ("halfway", f"grasped({s}) and xy_dist({s}, {t}) < 0.12",
-                f"1 - clip((xy_dist({s}, {t}) - 0.12) / 0.3, 0, 1)")
+    return ("halfway", f"grasped({s}) and xy_dist({s}, {t}) < 0.12",
+            f"1 - clip((xy_dist({s}, {t}) - 0.12) / 0.3, 0, 1)")
+
+
+def _centred_over_target(r: dict[str, str]) -> Stage | None:
+    s, t = r["subject"], r.get("target")
+    if t is None:
+        return None
     return ("centred_over_target", f"xy_dist({s}, {t}) < 0.015 and bottom({s}) < top({t}) + 0.03",
             f"1 - clip(xy_dist({s}, {t}) / 0.03, 0, 1)")
 
 
-def _joint_condition(phase: str, j: str, test: str, level: str) -> tuple[str, str, str] | None:
-    """(name, condition, progress) for opening/closing a joint."""
-    if phase == "approach":
-        return "near_handle", f"handle_dist({j}) < 0.1", f"1 - clip(handle_dist({j}) / 0.4, 0, 1)"
-    if phase == "grasp":
-        return "at_handle", f"handle_dist({j}) < 0.015", f"1 - clip(handle_dist({j}) / 0.03, 0, 1)"
-    if phase in ("pull", "push"):
-        cond = (f"grasped({j}) and (open_frac({j}) >= 0.5 * {level} if {test} == 'opened' "
-                f"else open_frac({j}) <= 0.5 + 0.5 * {level})")
-        prog = (f"open_frac({j}) / (0.5 * {level}) if {test} == 'opened' "
-                f"else (1 - open_frac({j})) / (0.5 - 0.5 * {level})")
-        return "halfway", cond, prog
-    return None
+def _joint(r: dict[str, str]) -> tuple[str, str, str] | None:
+    """(joint, test, level) roles of a program that opens or closes a joint, or None."""
+    return (r["subject"], r["test"], r["level"]) if "test" in r and "level" in r else None
+
+
+def _near_handle(r: dict[str, str]) -> Stage | None:
+    if (jtl := _joint(r)) is None:
+        return None
+    j = jtl[0]
+    return "near_handle", f"handle_dist({j}) < 0.1", f"1 - clip(handle_dist({j}) / 0.4, 0, 1)"
+
+
+def _at_handle(r: dict[str, str]) -> Stage | None:
+    if (jtl := _joint(r)) is None:
+        return None
+    j = jtl[0]
+    return "at_handle", f"handle_dist({j}) < 0.015", f"1 - clip(handle_dist({j}) / 0.03, 0, 1)"
+
+
+def _halfway_along_joint(r: dict[str, str]) -> Stage | None:
+    if (jtl := _joint(r)) is None:
+        return None
+    j, test, level = jtl
+    cond = (f"grasped({j}) and (open_frac({j}) >= 0.5 * {level} if {test} == 'opened' "
+            f"else open_frac({j}) <= 0.5 + 0.5 * {level})")
+    prog = (f"open_frac({j}) / (0.5 * {level}) if {test} == 'opened' "
+            f"else (1 - open_frac({j})) / (0.5 - 0.5 * {level})")
+    return "halfway", cond, prog
+
+
+EMPHASIS: dict[str, Callable[[dict[str, str]], Stage | None]] = {
+    "near_object": _near_object, "centred_on_object": _centred_on_object, "secure_lift": _secure_lift,
+    "halfway_to_target": _halfway_to_target, "centred_over_target": _centred_over_target,
+    "near_handle": _near_handle, "at_handle": _at_handle, "halfway_along_joint": _halfway_along_joint,
+}
 
 
 def emphasise(tp: TrainingProgram, phase: str) -> tuple[int, Subgoal] | None:
-    """(insert position, subgoal) that stages `phase` more finely in `tp`, or None if it cannot."""
-    names = [g.name for g in tp.subgoals]
-    table = get_family(tp.family).phase_stages if tp.family in FAMILIES.names() else {}
-    if phase not in table:
+    """(insert position, subgoal) that stages `phase` more finely in `tp` (the family's declared emphasis
+    for it, before the stages that cover it), or None if it cannot. A phase the family does not have (a
+    mode that reached it from another family through a factor kind) has nothing to stage."""
+    if tp.family not in FAMILIES.names() or phase not in get_family(tp.family).phase_stages:
         return None
-    stages = table[phase]
+    declared = get_family(tp.family).phase_def(phase)
+    names = [g.name for g in tp.subgoals]
+    stages = declared.stages
     k = len(names) - 1 if stages is None else next((names.index(n) for n in stages if n in names), None)
     roles = goal_roles(tp)
-    if k is None or "subject" not in roles:
+    if k is None or "subject" not in roles or declared.emphasis is None:
         return None
-    s = roles["subject"]
-    if "test" in roles and "level" in roles:
-        spec = _joint_condition(phase, s, roles["test"], roles["level"])
-    else:
-        spec = _carry_condition(phase, s, roles.get("target"))
+    spec = EMPHASIS[declared.emphasis](roles)
     if spec is None or spec[0] in names:
         return None
     name, cond, progress = spec

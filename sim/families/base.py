@@ -4,7 +4,8 @@
                 written once in the sandbox-clean subset: it is the family's scene builder *and* its seed
                 generation program (the sandbox runs the same text)
     train.py    the seed training program (literal assignments only; never imported)
-    family.py   the `TaskFamily` subclass: phases, the scripted expert, phase labelling, registration
+    family.py   the `TaskFamily` subclass: phases (`phase_table`, from the vocabulary in `phases.py`), the
+                scripted expert, phase labelling, registration
     __init__.py imports family.py (which registers it)
 
 `sim/families/__init__.py` imports every folder; `tests/sim/test_families.py` builds, validates, solves,
@@ -25,6 +26,7 @@ import numpy as np
 from common.registry import Registry
 from sim.experts.primitives import ScriptedExpert
 from sim.factors import COLORS, FactorDef, FactorValues  # noqa: F401  (families import them from here)
+from sim.families.phases import DONE, Phase
 from sim.scene import FACTOR_GROUPS, SceneSpec
 from sim.world import WorldState
 
@@ -36,19 +38,42 @@ def factor_schema(literal: Sequence[Mapping[str, Any]]) -> tuple[FactorDef, ...]
 
 class TaskFamily(ABC):
     """A registered task family. Subclasses set `name`, `builder` (their scene.py module), `factors`
-    (`factor_schema(builder.FACTORS)`), `phases`, `phase_stages`, and implement `expert` and `phase`."""
+    (`factor_schema(builder.FACTORS)`), `phase_table`, and implement `expert` and `phase`."""
 
     name: ClassVar[str]
     builder: ClassVar[ModuleType]  # the folder's scene.py: FACTORS and generate(rng, **factors)
     factors: ClassVar[tuple[FactorDef, ...]]
-    phases: ClassVar[tuple[str, ...]]  # canonical order; the last one is "done"
-    # phase → names of the seed training program's stages that cover it (first found wins; None: the
-    # verifier); the rules training writer stages a diagnosed phase more finely there
+    # every phase but "done", in canonical order, with what the agents read about it (`phases.Phase`: the
+    # critic's relevance of each factor kind, the seed training stages that cover it, the writer's emphasis)
+    phase_table: ClassVar[tuple[Phase, ...]]
+    # read from `phase_table`: the labels in canonical order, the last one "done"
+    phases: ClassVar[tuple[str, ...]]
+    # read from `phase_table`: phase → names of the seed training program's stages that cover it (first
+    # found wins; None: the verifier); the rules training writer stages a diagnosed phase more finely there
     phase_stages: ClassVar[Mapping[str, tuple[str, ...] | None]] = {}
     seed_count: ClassVar[int] = 5
     # whose world the scenes are: "mujoco" (ours, built by `sim.builder`) or "libero" (LIBERO's, run through
     # `sim.libero`); tools that build our world (`make world`, the simulator benchmarks) take ours by default
     world: ClassVar[str] = "mujoco"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "phase_table" not in cls.__dict__:
+            return
+        names = [p.name for p in cls.phase_table]
+        if len(set(names)) != len(names) or DONE.name in names:
+            raise TypeError(f"{cls.__name__}.phase_table: phase names must be unique and not "
+                            f"{DONE.name!r} (it comes last by itself), got {names}")
+        cls.phases = (*names, DONE.name)
+        cls.phase_stages = {p.name: p.stages for p in cls.phase_table}
+
+    @classmethod
+    def phase_def(cls, name: str) -> Phase:
+        """What the agents read about phase `name`; KeyError for a phase the family does not have."""
+        for p in (*cls.phase_table, DONE):
+            if p.name == name:
+                return p
+        raise KeyError(f"{cls.name}: no phase {name!r}; phases: {list(cls.phases)}")
 
     # ---- the folder ---------------------------------------------------------------------------------
     @classmethod

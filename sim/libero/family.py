@@ -7,6 +7,7 @@ from __future__ import annotations
 from sim.experts.plans import pick_place_phase
 from sim.experts.primitives import ScriptedExpert
 from sim.families.base import TaskFamily
+from sim.families.phases import PICK_AND_PLACE
 from sim.predicates import goal_reached
 from sim.scene import SceneSpec
 from sim.world import WorldState
@@ -16,9 +17,7 @@ class LiberoPickPlaceFamily(TaskFamily):
     """A family in LIBERO's world whose goal carries an object to a target; subclasses set `name`,
     `builder` (with its `TASKS`), `factors` and `seed_count`."""
 
-    phases = ("approach", "grasp", "lift", "transport", "place", "release", "done")
-    phase_stages = {"approach": ("reach",), "grasp": ("grasp",), "lift": ("lift",),
-                    "transport": ("carry",), "place": None, "release": None}
+    phase_table = PICK_AND_PLACE
     world = "libero"
 
     @classmethod

@@ -384,3 +384,21 @@ def test_a_hand_that_went_to_the_plate_instead_of_the_object_is_a_wrong_target()
     assert 0.1 < sm.flags["min_ee_to_object"] < 0.25
     assert sm.flags["wrong_target"] == 1.0
     assert "nearer to 'target'" in sm.text()
+
+
+def test_a_push_that_failed_sliding_names_the_friction_that_resisted_it():
+    """The push family's slide phase has its own relevance row: friction on its hard (high) side breaks a
+    slide, so it outranks an object position at the edge of its range. Without a row every kind scored the
+    default 0.3 there, and the position's atypicality alone named it."""
+    fam, gen = get_family("push"), seed_library()["push"][0]
+    factors = fam.default_factors()
+    factors["attribute"]["friction"] = 1.1  # half-way to the high edge of [0.8, 1.2]
+    factors["spatial"]["obj_x"] = 0.1  # the high edge of [0, 0.1]
+    scene = fam.make_scene(factors, seed=3)
+    sm = FailureSummary(episode_id="e", family="push", instruction=scene.instruction, success=False,
+                        failing_phase="slide", steps=10, timeline=(), subject="object", target="target",
+                        subject_kind="box", failure_step=5, factors=read_factors(scene, gen.factors),
+                        scene=scene)
+    ranked = rank_factors(sm, {f.name for f in gen.factors})
+    assert ranked[0].reading.name == "friction" and ranked[0].relevance > 0.3
+    assert next(c for c in ranked if c.reading.name == "obj_x").relevance == pytest.approx(0.3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sim.experts.plans import pick_and_place, pick_place_phase
 from sim.experts.primitives import ScriptedExpert
 from sim.families.base import FAMILIES, TaskFamily, factor_schema
+from sim.families.phases import PICK_AND_PLACE
 from sim.families.pick_place import scene
 from sim.predicates import goal_reached
 from sim.scene import SceneSpec
@@ -16,9 +17,7 @@ class PickPlace(TaskFamily):
     name = "pick_place"
     builder = scene
     factors = factor_schema(scene.FACTORS)
-    phases = ("approach", "grasp", "lift", "transport", "place", "release", "done")
-    phase_stages = {"approach": ("reach",), "grasp": ("grasp",), "lift": ("lift",),
-                    "transport": ("carry", "align"), "place": None, "release": None}
+    phase_table = PICK_AND_PLACE
 
     @classmethod
     def expert(cls, spec: SceneSpec) -> ScriptedExpert:

@@ -14,6 +14,7 @@ import numpy as np
 
 from sim.experts.primitives import CLOSE, Primitive, ScriptedExpert
 from sim.families.base import FAMILIES, TaskFamily, factor_schema
+from sim.families.phases import APPROACH, Phase
 from sim.families.push import scene
 from sim.predicates import goal_reached, in_contact
 from sim.scene import SceneSpec
@@ -24,6 +25,14 @@ LEAD = 0.05  # the push aims this far ahead of the object's centre (m)
 HOVER = 0.1  # approach height of the grip site above the table (m)
 NEAR = 0.02  # the hand is in pushing posture within this of the object's back side (m)
 PRESS = 0.01  # the push aims this far below the push height, against the lift of the contact (m)
+
+# the hand behind the object drives it along the table into the target. What breaks that: where the target
+# is (the push's length and direction, as for a carry); what resists the hand (friction is the hard side
+# here, unlike in a lift, and mass); a round object rolling off the line or a turned one pivoting on its
+# corner; a small object slipping past the fingers; a narrow target a veering object misses.
+SLIDE = Phase(name="slide", stages=("push",), emphasis="centred_over_target", relevance={
+    "target_pos": 1.0, "friction": 0.8, "mass": 0.7, "subject_shape": 0.7, "subject_size": 0.6,
+    "target_size": 0.6, "subject_yaw": 0.5})
 
 
 def _direction(s: WorldState) -> np.ndarray:
@@ -54,8 +63,7 @@ class Push(TaskFamily):
     name = "push"
     builder = scene
     factors = factor_schema(scene.FACTORS)
-    phases = ("approach", "slide", "done")
-    phase_stages = {"approach": ("reach",), "slide": ("push",)}
+    phase_table = (APPROACH, SLIDE)
 
     @classmethod
     def expert(cls, spec: SceneSpec) -> ScriptedExpert:

@@ -11,6 +11,7 @@ import numpy as np
 from sim.experts.plans import CARRY_Z, GRIP_DEPTH, pick_and_place, pick_place_phase
 from sim.experts.primitives import ScriptedExpert
 from sim.families.base import FAMILIES, TaskFamily, factor_schema
+from sim.families.phases import PICK_AND_PLACE
 from sim.families.put_inside import scene
 from sim.fixtures import DEFAULTS
 from sim.predicates import goal_reached
@@ -56,9 +57,7 @@ class PutInside(TaskFamily):
     name = "put_inside"
     builder = scene
     factors = FACTORS
-    phases = ("approach", "grasp", "lift", "transport", "place", "release", "done")
-    phase_stages = {"approach": ("reach",), "grasp": ("grasp",), "lift": ("lift",),
-                    "transport": ("carry", "align"), "place": None, "release": None}
+    phase_table = PICK_AND_PLACE
 
     @staticmethod
     def container(spec: SceneSpec) -> str:

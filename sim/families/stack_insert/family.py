@@ -15,6 +15,7 @@ import numpy as np
 from sim.experts.plans import pick_and_place
 from sim.experts.primitives import CLOSE, Primitive, ScriptedExpert, ee_yaw
 from sim.families.base import FAMILIES, TaskFamily, factor_schema
+from sim.families.phases import ALIGN, APPROACH, GRASP, INSERT, LIFT, PLACE, RELEASE, TRANSPORT
 from sim.families.stack_insert import scene
 from sim.families.stack_insert.scene import BASE, HOLE, PEG, PIECE
 from sim.predicates import goal_reached, grasped
@@ -67,10 +68,7 @@ class StackInsert(TaskFamily):
     name = "stack_insert"
     builder = scene
     factors = FACTORS
-    phases = ("approach", "grasp", "lift", "transport", "align", "place", "insert", "release", "done")
-    phase_stages = {"approach": ("reach",), "grasp": ("grasp",), "lift": ("lift",),
-                    "transport": ("carry", "align"), "align": ("align", "carry"), "place": None,
-                    "insert": None, "release": None}
+    phase_table = (APPROACH, GRASP, LIFT, TRANSPORT, ALIGN, PLACE, INSERT, RELEASE)
 
     @classmethod
     def expert(cls, spec: SceneSpec) -> ScriptedExpert:
