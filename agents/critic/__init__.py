@@ -1,7 +1,9 @@
-"""The critic (DESIGN §5 steps 5–6): a failed episode → `FailureSummary` (`summary.py`, from predicates and
-privileged numbers; `factors.py` reads each factor against the family's ranges) → `Diagnosis` (`rules.py`
-the model-free baseline, `diagnose.py` the rules or LLM critic), then targeted-edit vs control-batch
-verification (`verify.py`)."""
+"""The critic (DESIGN §5 steps 5–6): a failed episode → `FailureSummary` (`summary.py`: the phase timeline,
+`geometry.py`'s privileged numbers at the failure, `events.py`'s episode-wide events, `factors.py`'s reading
+of each factor against the family's ranges, `contrast.py`'s comparison with the round's peers) →
+`Diagnosis` (`rules.py` the model-free baseline over the family's phase relevance rows, `diagnose.py` the
+rules or LLM critic), then targeted-edit vs control-batch verification (`verify.py`; its statistics are
+`common.stats`)."""
 
 from agents.critic.diagnose import AnswerError, CriticConfig, CriticKind, DiagnosisOut, diagnose
 from agents.critic.summary import FailureSummary, summarize_failure
