@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from coda_policy.device import check_device_spec
 from coda_policy.object_token.configuration_object_token import ObjectTokenConfig
 from coda_policy.pi05.configuration_pi05 import Pi05Config
-from coda_policy.device import check_device_spec
+from coda_policy.pretrained import SEED_SFT_4FAM
 from common.registry import Registry
 from memory.ledger import AllocationConfig
 from sim.pool import EXECUTORS
@@ -503,17 +504,16 @@ PRESETS.register("demo", RunConfig(
 
 
 # The first run: a minute on 2 CPU cores that shows the loop doing its job. It starts from a pretrained
-# policy shipped with the code (`coda_policy/pretrained/`: SFT on seed demonstrations of the four families,
-# Table 1's seed-0 bootstrap), so the policy solves in-distribution pick-place scenes and fails where
-# variants move three factors out of distribution; the rules critic diagnoses two failures, each verified
-# on 12 + 12 episodes, and a validated one is compiled into a generation + training program pair.
+# policy shipped with the code (`checkpoints/seed_sft_4fam.safetensors`: SFT on seed demonstrations of the
+# four families, Table 1's seed-0 bootstrap), so the policy solves in-distribution pick-place scenes and
+# fails where variants move three factors out of distribution; the rules critic diagnoses two failures, each
+# verified on 12 + 12 episodes, and a validated one is compiled into a generation + training program pair.
 PRESETS.register("quickstart", RunConfig(
     preset="quickstart", llm="rules", families=("pick_place",), rounds=1, budget=6, held=1, max_arms=3,
     max_retries=1, seed_demos=3, diagnose_max=2, verify_n=12, eval_id=2, eval_ood=2, variants=1,
     variant_factors=4,
     learn=LearnConfig(
-        init_policy=str(Path(__file__).resolve().parent.parent / "coda_policy" / "pretrained"
-                        / "seed_sft_4fam.pt"),
+        init_policy=str(SEED_SFT_4FAM),
         sft_steps=0, finetune_steps=5, critic_hidden=32, critic_steps=20, critic_batch=32, awr_steps=5,
         awr_batch=16, demo_stride=4)))
 
