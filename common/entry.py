@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "power": ("experiments.table.power", "the verification test's exact power per batch size"),
     "critic-replay": ("experiments.critic_replay", "re-diagnose and re-verify a finished run"),
     "liberopro": ("experiments.liberopro", "the LIBERO / LIBERO-Pro protocol: tasks, instructions, success"),
-    "liberopro-run": ("experiments.liberopro_run", "a libero run's round policies under the protocol"),
+    "liberopro-run": ("experiments.liberopro.run", "a libero run's round policies under the protocol"),
     "sandbox": ("sandbox.run", "run a generation program in the sandbox"),
     "world": ("sim.demo", "the simulated world alone: scenes, validity, expert demos"),
     "aw-round": ("coda_policy.aw_round", "one advantage-weighted round in isolation"),

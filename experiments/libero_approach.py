@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.policy.is_file():
         print(f"error: no policy file {a.policy}", file=sys.stderr)
         return 2
-    from experiments.liberopro import spawn_map
+    from experiments.liberopro.evaluate import spawn_map
     from sim.families import get_family
 
     fam = get_family(FAMILY)

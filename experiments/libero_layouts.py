@@ -82,7 +82,7 @@ def collect(n: int, layouts: tuple[dict[str, dict[str, str]], ...], seed0: int, 
             workers: int) -> tuple[list[Path], int]:
     """`n` successful new demonstrations (tasks in turn, `layouts` in turn after each round of tasks, scene
     seeds `seed0` + k), and how many scenes it took."""
-    from experiments.liberopro import spawn_map
+    from experiments.liberopro.evaluate import spawn_map
     from sim.families.libero_object.scene import TASKS
 
     tasks = list(TASKS)
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from agents.config import get_preset
     from agents.graph.trainer import PolicyTrainer
-    from experiments.liberopro import spawn_map
+    from experiments.liberopro.evaluate import spawn_map
     from sim.families.libero_object.scene import TASKS
 
     a.out.mkdir(parents=True, exist_ok=True)

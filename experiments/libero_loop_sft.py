@@ -7,9 +7,9 @@ protocol's suites: a choice made here must not be made on the numbers it is repo
         --out runs/libero_ab
 
 Variants: `plain` (the preset's SFT without the auxiliary target loss, as the loop ran it through FINDINGS
-#38), `ema` (weights averaged at 0.999, as `experiments.libero_sft` trains), `grounding`
+#38), `ema` (weights averaged at 0.999, as `experiments.liberopro.sft` trains), `grounding`
 (`ObjectTokenConfig.grounding`), `target` (the auxiliary loss `ObjectTokenConfig.target_loss`, weight 1:
-name the goal's item among the tokens), `standalone` (every setting `experiments.libero_sft` trains and
+name the goal's item among the tokens), `standalone` (every setting `experiments.liberopro.sft` trains and
 samples with: EMA 0.999, warm-up 50 steps, 10 flow steps).
 `--demos-from DIR` trains on that directory's successful `demo_*.npz` instead of the run's seed ones.
 Every variant trains on the same demonstrations (the first `--demos` successful ones, by file name) and
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         print(f"error: {e} (give a run directory of `agents.run --preset libero`)", file=sys.stderr)
         return 2
-    from experiments.liberopro import spawn_map
+    from experiments.liberopro.evaluate import spawn_map
 
     a.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"run": str(a.run), "demos": len(demos),

@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--also: no such checkpoint: {', '.join(missing)}")
     from agents.graph.nodes.work import stable_seed
     from agents.graph.trainer import PolicyTrainer
-    from experiments.liberopro import spawn_map
+    from experiments.liberopro.evaluate import spawn_map
 
     a.out.mkdir(parents=True, exist_ok=True)
     res_path = a.out / "results.json"

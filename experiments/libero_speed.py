@@ -65,7 +65,7 @@ def ours(steps: int, size: int, cameras: bool) -> Variant:
 
 
 def libero(steps: int, size: int, cameras: bool) -> Variant:
-    from experiments.liberopro import tasks
+    from experiments.liberopro.evaluate import tasks
     from sim.libero.env import LiberoEnv
 
     task = tasks("libero_object", "none")[0]

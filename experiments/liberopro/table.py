@@ -1,12 +1,13 @@
 """`docs/results/liberopro.md` (+ `.json`): our policy on LIBERO-Pro under the protocol, from the committed
 evaluation files, beside the numbers the CoDA paper reports (theirs, labelled as such).
 
-    python -m experiments.liberopro_table    # reads docs/results/libero/, writes docs/results/liberopro.*
+    python -m experiments.liberopro.table                     # docs/results/libero/ → runs/results/
+    python -m experiments.liberopro.table --out docs/results  # the committed docs/results/liberopro.*
 
 Each row names the files it comes from: `python -m experiments.liberopro ... --out FILE` evaluations,
 `python -m experiments.libero_coda` records (copied under `docs/results/libero/` when a round finishes;
 their `evaluation` holds one entry per perturbation), and a loop run's rounds (`python -m
-experiments.liberopro_run`, `docs/results/libero/loop/<run>/round<k>_<perturb>.json`: one row per round).
+experiments.liberopro.run`, `docs/results/libero/loop/<run>/round<k>_<perturb>.json`: one row per round).
 A cell with no file is "–": not measured, never 0.
 """
 
@@ -17,8 +18,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "docs" / "results"
+from experiments.table.record import RUNS_RESULTS
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results"  # the committed evaluations the table reads
 PERTURBS = ("none", "position", "instruction", "task")
 SUFFIX = {"_swap": "position", "_lan": "instruction", "_task": "task", "_object": "object"}
 
@@ -115,7 +118,7 @@ def build(libero: Path) -> dict[str, Any]:
 
 
 def loop_rows(folder: Path) -> list[dict[str, Any]]:
-    """One row per evaluated round of each loop run under `folder` (`experiments.liberopro_run`)."""
+    """One row per evaluated round of each loop run under `folder` (`experiments.liberopro.run`)."""
     by: dict[tuple[str, int], list[Path]] = {}
     for path in sorted(folder.glob("*/round*_*.json")):
         rnd = int(path.stem.split("_")[0][len("round"):])
@@ -130,7 +133,7 @@ def loop_rows(folder: Path) -> list[dict[str, Any]]:
                 got.setdefault(p, c)
         label = f"loop `{run}`, round {rnd}" + (" (SFT on its seed demonstrations)" if rnd == 0 else
                                                 f" (after {rnd} CoDA round{'s' if rnd > 1 else ''})")
-        what = f"`agents.run`{_loop_config(folder / run)}; `experiments.liberopro_run --run runs/{run}`"
+        what = f"`agents.run`{_loop_config(folder / run)}; `experiments.liberopro.run --run runs/{run}`"
         if run in BOOTSTRAP_FROM:
             what += f"; rounds on `{BOOTSTRAP_FROM[run]}`'s bootstrap (copied)"
         wall = _loop_wall(folder / run, rnd)
@@ -204,16 +207,22 @@ def markdown(table: dict[str, Any], command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro_table",
+    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro.table",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--results", type=Path, default=RESULTS,
+                    help="the folder whose libero/ holds the evaluations (default docs/results)")
+    ap.add_argument("--out", type=Path, default=RUNS_RESULTS,
+                    help="where liberopro.json and .md go (default runs/results; docs/results: the committed "
+                         "table)")
     a = ap.parse_args(argv)
     if not (a.results / "libero").is_dir():
         ap.error(f"--results {a.results}: no libero/ folder of evaluations in it")
     table = build(a.results / "libero")
-    (a.results / "liberopro.json").write_text(json.dumps(table, indent=1) + "\n")
-    (a.results / "liberopro.md").write_text(markdown(table, "python -m experiments.liberopro_table"))
-    print((a.results / "liberopro.md").read_text())
+    a.out.mkdir(parents=True, exist_ok=True)
+    command = "python -m experiments.liberopro.table" + ("" if a.out == RUNS_RESULTS else f" --out {a.out}")
+    (a.out / "liberopro.json").write_text(json.dumps(table, indent=1) + "\n")
+    (a.out / "liberopro.md").write_text(markdown(table, command))
+    print((a.out / "liberopro.md").read_text())
     return 0
 
 

@@ -3,10 +3,12 @@ libero` (round 0: SFT on the seed demonstrations; round k: after k CoDA rounds) 
 own tasks and under its position, instruction and task perturbations — `docs/results/liberopro.md`'s rows
 for a policy the graph trained.
 
-    python -m experiments.liberopro_run --run runs/libero_s31 --episodes 5 --workers 2 --commit
-    python -m experiments.liberopro_table      # the table, with one row per evaluated round
+    python -m experiments.liberopro.run --run runs/libero_s31 --episodes 5 --workers 2   # → runs/results/
+    python -m experiments.liberopro.run --run runs/libero_s31 --out docs/results/libero/loop --commit
+    python -m experiments.liberopro.table      # the table, with one row per evaluated round
 
-One file per (round, perturbation), `docs/results/libero/loop/<run>/round<k>_<perturb>.json` (the
+One file per (round, perturbation), `<out>/<run>/round<k>_<perturb>.json` (the committed ones under
+`docs/results/libero/loop/`; the
 `experiments.liberopro --out` format plus the run, its round and the commit that evaluated it), written as
 each evaluation finishes; one that exists is kept, so a killed evaluation resumes where it stopped, and
 `--commit` commits each file as it lands. The run's config, metrics and verdicts are copied beside them
@@ -25,8 +27,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "docs" / "results" / "libero" / "loop"
+from experiments.table.record import RUNS_RESULTS
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = RUNS_RESULTS / "libero" / "loop"  # the committed files: --out docs/results/libero/loop
 PERTURBS = ("none", "position", "instruction", "task")
 
 
@@ -63,7 +67,7 @@ def check_rounds(run: Path, policies: dict[int, Path], rounds: list[int]) -> Non
 def evaluate_run(run: Path, suite: str, rounds: list[int], perturbs: list[str], episodes: int, workers: int,
                  out: Path, commit: bool, log: Any = print) -> list[Path]:
     """Every (round, perturbation) file not yet written; returns the files written now."""
-    from experiments.liberopro import evaluate, suite_name, summary
+    from experiments.liberopro.evaluate import evaluate, suite_name, summary
     from experiments.table.record import commit_files, provenance
 
     policies = round_policies(run)
@@ -119,7 +123,7 @@ def record_run(run: Path, out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro_run",
+    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro.run",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
     ap.add_argument("--suite", help="the LIBERO suite (default: the one the run's family names)")
@@ -128,9 +132,14 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"comma-separated perturbations (default {','.join(PERTURBS)})")
     ap.add_argument("--episodes", type=int, default=5, help="episodes per task, init states 0.. in order")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=RESULTS)
-    ap.add_argument("--commit", action="store_true", help="git-commit each file as it lands")
+    ap.add_argument("--out", type=Path, help="where the files go (default runs/results/libero/loop; the "
+                    "committed ones: docs/results/libero/loop)")
+    ap.add_argument("--commit", action="store_true", help="git-commit each file as it lands (needs --out)")
     a = ap.parse_args(argv)
+    if a.commit and a.out is None:
+        ap.error("--commit commits the files where --out puts them: name it "
+                 "(e.g. --out docs/results/libero/loop)")
+    a.out = a.out or RESULTS
     if not (a.run / "config.json").is_file():
         ap.error(f"--run {a.run}: not a run directory (no config.json); `python -m agents.run --preset "
                  "libero --out DIR` makes one")

@@ -25,7 +25,7 @@ episode i starts from init state i of the perturbed suite's file, in order, with
 success or the suite's step limit; it prints success per task and overall, and the instruction the policy
 was given (the BDDL's). A task whose goal the scripted expert cannot reach, or that has no init states, is
 reported as such and left out of the overall rate. `--policy CHECKPOINT` runs a saved object-token policy
-(`python -m experiments.libero_sft` trains one on expert demonstrations) on privileged-state features.
+(`python -m experiments.liberopro.sft` trains one on expert demonstrations) on privileged-state features.
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--all", action="store_true",
                     help="with --list: every suite and perturbation, a summary line each")
     ap.add_argument("--policy", default="expert",
-                    help="expert (the scripted expert) or a policy checkpoint (experiments.libero_sft)")
+                    help="expert (the scripted expert) or a policy checkpoint (experiments.liberopro.sft)")
     ap.add_argument("--episodes", type=int, default=EPISODES,
                     help=f"episodes per task, init states in order (default {EPISODES})")
     ap.add_argument("--tasks", type=int, help="the suite's first N tasks (default all)")
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--episodes and --tasks must be >= 1, --workers and --first-state >= 0")
     if a.policy != "expert" and not Path(a.policy).is_file():
         ap.error(f"--policy {a.policy}: give 'expert' or a saved policy file "
-                 "(python -m experiments.libero_sft trains one)")
+                 "(python -m experiments.liberopro.sft trains one)")
     if a.list:
         combos = [(s, p) for s in SUITES for p in PERTURB] if a.all else [(a.suite, a.perturb)]
         for s, p in combos:

@@ -1,10 +1,10 @@
 """Our object-token policy on LIBERO: scripted-expert demonstrations → SFT → a checkpoint that
 `python -m experiments.liberopro --policy CHECKPOINT` evaluates under the protocol.
 
-    python -m experiments.libero_sft --suite libero_spatial --demos-per-task 10 --out runs/libero_sft
+    python -m experiments.liberopro.sft --suite libero_spatial --demos-per-task 10 --out runs/libero_sft
     python -m experiments.liberopro --suite libero_spatial --perturb position \
         --policy runs/libero_sft/policy.pt
-    python -m experiments.libero_sft --inspect runs/libero_sft/policy.pt --task 0 --state 20
+    python -m experiments.liberopro.sft --inspect runs/libero_sft/policy.pt --task 0 --state 20
 
 Demonstrations start from init states `--first-state`, `--first-state + 1`, ... of each task's own file
 (default 20: the protocol evaluates on states 0–19, so no evaluation start is trained on); only successful
@@ -36,7 +36,7 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
     `n_tasks` (a worker's share; every episode is seeded by its task's init-state index, so the split
     changes nothing)."""
     from common.text import default_embedder
-    from experiments.liberopro import init_states, tasks
+    from experiments.liberopro.evaluate import init_states, tasks
     from sim.libero.drawer import expert_for
     from sim.libero.env import LiberoEnv
     from sim.libero.expert import UnsupportedGoal
@@ -99,7 +99,7 @@ def _collect_task(args: tuple[Any, ...]) -> list[dict[str, Any]]:
 def collect_parallel(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_state: int,
                      seed: int, noise: float, workers: int, log: Any = print) -> list[dict[str, Any]]:
     """`collect`, one task per job on `workers` spawned processes (the same episodes, in task order)."""
-    from experiments.liberopro import spawn_map, tasks
+    from experiments.liberopro.evaluate import spawn_map, tasks
 
     if workers <= 1:
         return collect(suite, perturb, n_tasks, per_task, first_state, seed, log=log, noise=noise)
@@ -164,7 +164,7 @@ def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: 
     window of the expert's own trajectory, averaged, beside the expert's actions), then closed loop
     (re-planning every step: where the hand goes, where the goal's object is)."""
     from coda_policy.object_token.libero_features import LiberoPolicy
-    from experiments.liberopro import init_states, tasks
+    from experiments.liberopro.evaluate import init_states, tasks
     from sim.libero.env import LiberoEnv
     from sim.libero.expert import PickPlaceExpert
 
@@ -207,9 +207,9 @@ def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from experiments.liberopro import PERTURB, SUITES
+    from experiments.liberopro.evaluate import PERTURB, SUITES
 
-    ap = argparse.ArgumentParser(prog="python -m experiments.libero_sft",
+    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro.sft",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", choices=SUITES, default="libero_spatial")
     ap.add_argument("--perturb", choices=tuple(PERTURB), default="none",
