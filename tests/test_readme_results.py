@@ -1,5 +1,5 @@
-"""The README's results table (and docs/libero.md's runs table) cannot drift from the committed results files:
-`scripts/readme_results.py --check` regenerates them from docs/results and fails on any difference."""
+"""The README's results table (and docs/libero.md's runs table, docs/architecture.md's tree) cannot drift
+from their sources: `scripts/readme_results.py --check` regenerates them and fails on any difference."""
 
 import importlib.util
 import shutil
@@ -19,8 +19,8 @@ def _script():
 
 
 def _copy(tmp: Path) -> Path:
-    """The pages that hold generated tables, beside the real results files."""
-    for page in ("README.md", "docs/libero.md"):
+    """The pages that hold generated blocks, beside the real results files."""
+    for page, *_ in _script().BLOCKS:
         (tmp / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / page, tmp / page)
     (tmp / "docs" / "results").symlink_to(ROOT / "docs" / "results")
