@@ -92,8 +92,8 @@ METHODS.register("coda_text2potential", MethodConfig(generator="memory", diagnos
 # `coda_text2potential` method uses it) — the loop is unchanged up to the update's reward.
 METHODS.register("coda", MethodConfig(generator="memory", diagnose=True, memory=True, writer=True,
                                       shaping="sparse"))
-# The Text2potential ablations (`python -m experiments.ablations`): the paper's CoDA with another training
-# signal (each row's records were computed from this configuration; `coda` is its sparse row).
+# The Text2potential ablations (`python -m experiments.table.ablations`): the paper's CoDA with another
+# training signal (each row's records were computed from this configuration; `coda` is its sparse row).
 _T2P = METHODS.get("coda_text2potential")
 METHODS.register("coda_task_potential", dataclasses.replace(_T2P, shaping="task_potential"))
 METHODS.register("coda_dense_reward", dataclasses.replace(_T2P, shaping="dense_reward"))
@@ -129,7 +129,7 @@ class LearnConfig:
     critic_batch: int = 256
     # advantage-weighted update: optimiser steps, batch size, temperature τ, learning rate. The defaults of
     # this field and the four below were chosen on development scenes, never the frozen suites
-    # (`python -m experiments.update_dev`, FINDINGS #11): the policy imitates expert chunks only, each
+    # (`python -m studies.update_dev`, FINDINGS #11): the policy imitates expert chunks only, each
     # weighted by exp(Â/3) of its advantage under the training program's potential (the chunk critic learns
     # from rollouts too), at SFT's step size and schedule. Seed 0 there, 120 scenes per split: dev OOD 30.8 %,
     # the same as SFT's and against 11.7 % for the earlier update (`WEIGHTED_UPDATE_BEFORE`), dev ID 69.2 %
@@ -164,7 +164,7 @@ class LearnConfig:
     # train each round on every expert demonstration so far (the bootstrap's and earlier rounds', beside the
     # round's own; in the advantage-weighted update, shaped by their family's seed training program)
     # instead of the round's alone. Fine-tuning on a round's few demonstrations alone forgets: with the
-    # same scenes, replay kept held-out ID success 77.5 % against 43.8-68.8 % (experiments.ceiling,
+    # same scenes, replay kept held-out ID success 77.5 % against 43.8-68.8 % (studies.ceiling,
     # FINDINGS #5). Every method trains this way; False is the earlier round-only update
     replay: bool = True
     # a checkpoint to start from instead of a fresh network (the "pretrained" policy of zero-shot)
@@ -529,7 +529,7 @@ PRESETS.register("quickstart", RunConfig(
 # task factor (the words, the item).
 # A round's weighted update at SFT's rate (1e-3, the default, chosen on our own families) unlearns the
 # bootstrap: one run's round-1 update redone at 1e-3 / 3e-4 / 1e-4 / 3e-5 scored 5 / 9 / 21 / 17 of 40
-# development scenes against 13 for the policy it started from (`experiments.libero_round_dev`,
+# development scenes against 13 for the policy it started from (`studies.libero_round_dev`,
 # FINDINGS #41): 1e-4.
 PRESETS.register("libero", RunConfig(
     preset="libero", families=("libero_object",), rounds=1, budget=4, held=1, max_arms=3, max_retries=2,

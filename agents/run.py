@@ -41,7 +41,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m agents.run", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="default", help=f"one of {', '.join(PRESETS.names())}")
     p.add_argument("--config", type=Path, help="start from this RunConfig JSON (a run's config.json, or one "
-                   "written by experiments.table1) instead of --preset; the flags below still override it")
+                   "written by experiments.table) instead of --preset; the flags below still override it")
     p.add_argument("--method", help=f"one of {', '.join(METHODS.names())} (default coda)")
     p.add_argument("--rounds", type=int, help="rounds after the bootstrap")
     p.add_argument("--llm", choices=BACKENDS, help="LLM backend of the critic and writer (default: the "

@@ -50,7 +50,7 @@ class AWRConfig:
     # samples per step
     batch_size: int = 128
     # AdamW learning rate, a tenth of SFT's: this fine-tunes a converged policy on a few hundred chunks.
-    # `python -m coda_policy.aw_round --mode text2potential` (3 seeds): 3e-4 gave OOD 18.0 → 21.3 % and
+    # `python -m studies.aw_round --mode text2potential` (3 seeds): 3e-4 gave OOD 18.0 → 21.3 % and
     # ID 100 → 68 %; 1e-4 gave OOD 18.0 → 28.7 % and ID 100 → 92 %
     lr: float = 1e-4
     # AdamW weight decay
@@ -297,7 +297,7 @@ def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRCon
 def advantage_weighted_update(policy: Any, table: ChunkTable, critic_cfg: ChunkCriticConfig,
                               cfg: AWRConfig) -> dict[str, Any]:
     """The policy update — one composition, run by the loop's `train` node (`agents.graph.trainer`) and by
-    `coda_policy.aw_round` alike: chunk critics cross-fitted over episodes on the table's shaped returns
+    `studies.aw_round` alike: chunk critics cross-fitted over episodes on the table's shaped returns
     (each chunk's Â from critics that never saw its episode), clipped exponential weights of the
     normalised Â, `cfg.steps` weighted flow-matching steps. Updates `policy` in place; returns the critic,
     weight (with Â by chunk source) and update metrics, and each chunk's weight ("chunk_weights", (N,))."""

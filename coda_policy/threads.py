@@ -2,7 +2,7 @@
 shared CPU cores every role runs on).
 
 - training in the main process: `ObjectTokenConfig.torch_threads`, default `TRAIN_THREADS` — the agents
-  loop's `PolicyTrainer` and `coda_policy.sft` read it from the policy config; `coda_policy.aw_round` (a
+  loop's `PolicyTrainer` and `coda_policy.sft` read it from the policy config; `studies.aw_round` (a
   separate experiment script) keeps its own `--threads`, with the same default;
 - policy inference in episode-pool workers (wherever a policy factory is called: `SeededPolicy`,
   `QSelectFactory`, `CheckpointPolicy`), and the latency `coda_policy.sft` reports: `WORKER_THREADS`

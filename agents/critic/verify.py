@@ -26,8 +26,8 @@ Episodes whose generation or rollout errored are left out. The verdict:
   fails more often than 1 − `min_effect`, leaving no room to show the increase: both batches failing every
   episode is no evidence either way), or neither test decides.
 
-Equal rates alone are never "refuted": 1/6 vs 1/6 bounds nothing. `python -m experiments.power` gives the
-exact operating characteristics. Common random numbers correlate the two batches positively, which only
+Equal rates alone are never "refuted": 1/6 vs 1/6 bounds nothing. `python -m experiments.table.power` gives
+the exact operating characteristics. Common random numbers correlate the two batches positively, which only
 makes the independent-samples tests conservative.
 """
 
