@@ -257,8 +257,8 @@ def build_scene(spec: SceneSpec) -> BuiltScene:
     """Compile the scene. Raises `PlacementError`, `assets.AssetError` or `ValueError` with a reason."""
     if spec.libero is not None:
         raise ValueError(f"scene {spec.scene_id} is LIBERO's task {spec.libero.task}, not our world: it "
-                         "runs in LIBERO (sim.episode.run_episode and sim.validity.check_scene dispatch to "
-                         "sim.libero)")
+                         "runs in LIBERO (sim.episode.run_episode and sim.validity.check_scene ask the "
+                         "scene's world, sim.worlds)")
     ms = mujoco.MjSpec()
     ms.option.timestep = TIMESTEP
     ms.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST

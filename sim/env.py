@@ -11,6 +11,8 @@ from sim.predicates import goal_reached
 from sim.scene import SceneSpec
 from sim.world import StateReader, WorldState
 
+SETTLE_STEPS = 10  # control steps held after the policy stops, before the success test
+
 
 class SimEnv:
     """Build once, reset many times. `step` takes a normalised 7-D action and returns the new state."""

@@ -15,81 +15,25 @@ import multiprocessing
 import os
 import threading
 import time
-import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Any
 
-if TYPE_CHECKING:
-    from sim.episode import Policy
-    from sim.ray_pool import RayEpisodePool
-    from sim.scene import SceneSpec
-
-PolicyFactory = Callable[["SceneSpec"], "Policy"]
-ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-@dataclass(frozen=True, kw_only=True)
-class EpisodeJob:
-    """One episode to run. The policy factory must be picklable (a module-level function or class)."""
-
-    scene: SceneSpec
-    # "expert" (the family's scripted expert) or a factory `factory(scene) -> policy`
-    policy: Literal["expert"] | PolicyFactory = "expert"
-    # where to save the episode (`Episode.save`), or None to keep nothing on disk
-    out: str | Path | None = None
-    # control-step limit; None uses the scene's own `max_steps`
-    max_steps: int | None = None
-    # keep every n-th state in the saved episode
-    record_every: int = 1
-
-
-@dataclass(frozen=True, kw_only=True)
-class EpisodeResult:
-    """What one job gave. `error` is set (and `success` False) when the job raised or its worker died."""
-
-    index: int  # position of the job in the list passed to `run`
-    success: bool
-    failing_phase: str | None
-    steps: int
-    wall_s: float  # seconds the job took in its worker (0 when the worker died)
-    cpu_s: float = 0.0  # CPU seconds of the worker on this job (below wall_s when cores are shared)
-    path: Path | None  # the saved .npz, when the job had `out`
-    error: str | None = None
-    trace: str | None = None  # the worker's traceback, when the job raised
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
-def run_job(index: int, job: EpisodeJob) -> EpisodeResult:
-    """Run one job here; exceptions become an error result."""
-    from sim.episode import run_episode
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    try:
-        if isinstance(job.policy, str):
-            if job.policy != "expert":
-                raise ValueError(f"unknown policy {job.policy!r}: use 'expert' or a factory(scene) -> policy")
-            policy, name = None, "expert"
-        else:
-            policy = job.policy(job.scene)
-            name = getattr(job.policy, "__qualname__", type(job.policy).__qualname__)
-        ep = run_episode(job.scene, policy, max_steps=job.max_steps, record_every=job.record_every,
-                         policy_name=name)
-        path = ep.save(job.out) if job.out is not None else None
-    except Exception as e:  # noqa: BLE001 - any failure of a job is that job's result
-        return EpisodeResult(index=index, success=False, failing_phase=None, steps=0,
-                             wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, path=None,
-                             error=f"{type(e).__name__}: {e}", trace=traceback.format_exc())
-    return EpisodeResult(index=index, success=ep.success, failing_phase=ep.failing_phase, steps=ep.steps,
-                         wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, path=path)
+import sim.ray_pool  # noqa: F401  (registers the "ray" executor; Ray itself loads only when a pool starts)
+from sim.jobs import (  # noqa: F401  (EpisodeResult, PolicyFactory, run_job: re-exported for callers)
+    EXECUTORS,
+    ONE_THREAD,
+    EpisodeJob,
+    EpisodeResult,
+    Executor,
+    PolicyFactory,
+    failed_result,
+    run_job,
+    warm_worker,
+)
 
 
 def _exit_with(parent: int, every_s: float = 1.0) -> None:
@@ -112,20 +56,6 @@ def _init_worker(mujoco_gl: str | None) -> None:
         threadpool_limits(1)
     except ImportError:
         pass
-
-
-def _warm() -> int:
-    """Import the simulator and compile one scene before the first job: a process's first compile builds
-    the robot's meshes (1-5 s on busy cores), which should not count against a job's time limit."""
-    from sim.builder import build_scene
-    from sim.families import get_family
-
-    try:
-        fam = get_family("pick_place")
-        build_scene(fam.make_scene(fam.default_factors()))
-    except Exception:  # noqa: BLE001 - only a warm-up; a broken family shows up in its own jobs
-        pass
-    return os.getpid()
 
 
 @contextmanager
@@ -179,7 +109,7 @@ class EpisodePool:
             self._ex = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                            initializer=_init_worker, initargs=(self.mujoco_gl,))
             # one submit per worker spawns them all now, inside the environment above
-            warm = [self._ex.submit(_warm) for _ in range(self.workers)]
+            warm = [self._ex.submit(warm_worker) for _ in range(self.workers)]
         wait(warm)
         if any(f.exception() for f in warm):
             self.close()
@@ -228,11 +158,6 @@ class EpisodePool:
         return results  # type: ignore[return-value]
 
 
-def _failed(index: int, why: str) -> EpisodeResult:
-    return EpisodeResult(index=index, success=False, failing_phase=None, steps=0, wall_s=0.0, path=None,
-                         error=why)
-
-
 class _Scheduler:
     """Keeps at most `workers` jobs in flight, so when the pool breaks only those are suspects. Suspects
     of a crash are rerun one at a time: the one that breaks the pool alone is the culprit."""
@@ -259,7 +184,7 @@ class _Scheduler:
                 except BrokenProcessPool:
                     broken.append(i)
                 except Exception as e:  # noqa: BLE001 - e.g. the job could not be pickled
-                    self.finish(_failed(i, f"{type(e).__name__}: {e}"))
+                    self.finish(failed_result(i, f"{type(e).__name__}: {e}"))
             if broken:
                 self._on_broken(broken)
 
@@ -302,7 +227,7 @@ class _Scheduler:
                 broken.append(i)
         self.running.clear()
         if len(broken) == 1:
-            self.finish(_failed(broken[0], "worker died (BrokenProcessPool) while running this job"))
+            self.finish(failed_result(broken[0], "worker died (BrokenProcessPool) while running this job"))
         else:
             self.suspects.extend(sorted(broken))
         self.pool._restart()
@@ -314,27 +239,35 @@ class _Scheduler:
             if f.exception() is None:  # finished just before the kill
                 self.finish(f.result())
             elif i in late:
-                self.finish(_failed(i, f"timed out after {self.pool.job_timeout_s} s; its worker was killed"))
+                why = f"timed out after {self.pool.job_timeout_s} s; its worker was killed"
+                self.finish(failed_result(i, why))
             else:  # an innocent bystander of the kill: run it again
                 self.todo.appendleft(i)
         self.running.clear()
         self.pool._restart()
 
 
-EXECUTORS = ("local", "ray")  # where batched simulation work runs: this machine's process pool, or Ray
+def _local_check(workers: int, address: str | None) -> None:
+    if address is not None:
+        raise ValueError("--ray-address needs --executor ray")
+    if workers < 0:
+        raise ValueError(f"need workers >= 0 (0 runs episodes in this process), got {workers}")
+
+
+def _local(workers: int, *, address: str | None = None, job_timeout_s: float | None = None) -> EpisodePool:
+    _local_check(workers, address)
+    return EpisodePool(workers, job_timeout_s=job_timeout_s)
+
+
+EXECUTORS.register("local", Executor(name="local", make=_local, check=_local_check))
 
 
 def make_pool(executor: str = "local", workers: int = 2, *, address: str | None = None,
-              job_timeout_s: float | None = None) -> EpisodePool | RayEpisodePool:
-    """The episode pool of `executor`: `EpisodePool` ("local", the default) or `sim.ray_pool.RayEpisodePool`
-    ("ray"; `address` None/"local" starts a local Ray instance of `workers` CPUs, "auto" or "HOST:PORT"
-    joins a cluster). Both speak `run(jobs)` and `executor.submit(fn, *args)` and give identical results."""
-    if executor == "local":
-        if address is not None:
-            raise ValueError("--ray-address needs --executor ray")
-        return EpisodePool(workers, job_timeout_s=job_timeout_s)
-    if executor == "ray":
-        from sim.ray_pool import RayEpisodePool
-
-        return RayEpisodePool(max(1, workers), address=address, job_timeout_s=job_timeout_s)
-    raise ValueError(f"unknown executor {executor!r}; executors: {', '.join(EXECUTORS)}")
+              job_timeout_s: float | None = None) -> Any:
+    """The episode pool of a registered executor (`EXECUTORS`): "local" (the default) is `EpisodePool`, "ray"
+    is `sim.ray_pool.RayEpisodePool` (`address` None/"local" starts a local Ray instance of `workers` CPUs,
+    "auto" or "HOST:PORT" joins a cluster). All speak `run(jobs)` and `executor.submit(fn, *args)` and give
+    identical results."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; executors: {', '.join(EXECUTORS)}")
+    return EXECUTORS.get(executor).make(workers, address=address, job_timeout_s=job_timeout_s)

@@ -31,7 +31,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sim.pool import ONE_THREAD, EpisodeJob, EpisodeResult, _failed, _warm, run_job
+from sim.jobs import (
+    EXECUTORS,
+    ONE_THREAD,
+    EpisodeJob,
+    EpisodeResult,
+    Executor,
+    failed_result,
+    fits_here,
+    run_job,
+    warm_worker,
+)
 
 MAX_RETRIES = 3  # Ray's retries of a task whose worker process died
 
@@ -153,7 +163,7 @@ class RayEpisodePool:
         self._episode = ray.remote(_episode).options(**opts)
         self._executor = RayExecutor(ray.remote(_call).options(**opts))
         # start the workers now (importing the simulator and building the robot's meshes take seconds there)
-        ray.get([self._executor._remote.remote(_warm, ()) for _ in range(self.workers)])
+        ray.get([self._executor._remote.remote(warm_worker, ()) for _ in range(self.workers)])
 
     def close(self) -> None:
         import ray
@@ -186,9 +196,29 @@ class RayEpisodePool:
                 except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
                         ray.exceptions.TaskUnschedulableError, ray.exceptions.RayTaskError) as e:
                     # retries exhausted (or the job could not be unpickled there): this job's result
-                    r = _failed(i, f"{type(e).__name__}: {str(e).splitlines()[0]}")
+                    r = failed_result(i, f"{type(e).__name__}: {str(e).splitlines()[0]}")
                 results[i] = r
                 if progress:
                     progress(r)
         assert all(r is not None for r in results)
         return results  # type: ignore[return-value]
+
+
+def _ray(workers: int, *, address: str | None = None, job_timeout_s: float | None = None) -> RayEpisodePool:
+    return RayEpisodePool(max(1, workers), address=address, job_timeout_s=job_timeout_s)
+
+
+def _ray_check(workers: int, address: str | None) -> None:
+    del address
+    if workers < 1:
+        raise ValueError("executor 'ray' needs workers >= 1 (workers 0 runs episodes in this process)")
+
+
+def _ray_preflight(workers: int, address: str | None) -> None:
+    """The cluster answers; a local instance's CPUs (`workers`) fit this machine."""
+    check_address(address)
+    if address in (None, "local"):
+        fits_here(workers, address)
+
+
+EXECUTORS.register("ray", Executor(name="ray", make=_ray, check=_ray_check, preflight=_ray_preflight))

@@ -27,8 +27,8 @@ from typing import Any, Literal
 import mujoco
 import numpy as np
 
-from sim.env import SimEnv
-from sim.episode import SETTLE_STEPS, Episode
+from sim.env import SETTLE_STEPS, SimEnv
+from sim.records import Episode
 from sim.scene import SceneSpec
 
 Detail = Literal["fast", "full"]
@@ -187,6 +187,28 @@ def _track(r: Renderer) -> None:
         atexit.unregister(_close_all)
         atexit.register(_close_all)
     _LIVE.add(r)
+
+
+class PolicyFrames:
+    """The frames a policy asks for (its `cameras` and `image_size` attributes), rendered from an episode's
+    env at each query; a policy without `cameras` gets none and costs no renderer."""
+
+    def __init__(self, env: SimEnv, policy: object) -> None:
+        self.cameras = tuple(getattr(policy, "cameras", ()) or ())
+        self.renderer = None
+        if self.cameras:
+            size = int(policy.image_size)
+            self.renderer = Renderer(env.model, size, size)
+        self.env = env
+
+    def __call__(self) -> dict[str, np.ndarray]:
+        if self.renderer is None:
+            return {}
+        return {c: self.renderer.render(self.env.data, c) for c in self.cameras}
+
+    def close(self) -> None:
+        if self.renderer is not None:
+            self.renderer.close()
 
 
 def save_png(img: np.ndarray, path: str | Path) -> Path:

@@ -1,5 +1,7 @@
-"""Episodes and validity for LIBERO scenes (`SceneSpec.libero`): what `sim.episode.run_episode` and
-`sim.validity.check_scene` do for our world, on a real LIBERO environment.
+"""Episodes and validity in LIBERO's world (families whose `world` is "libero"; their scenes name a
+LIBERO task, `SceneSpec.libero`): what `sim.mujoco_episode` and `sim.mujoco_validity` do for our world, on
+a real LIBERO environment. `sim.episode.run_episode` and `sim.validity.check_scene` come here through
+`sim.worlds`.
 
 An episode starts from LIBERO's own sampled start for the scene's seed (`LiberoEnv.reset(seed=...)`: each
 object somewhere in its BDDL region), then the policy acts in LIBERO's action space until LIBERO's goal
@@ -23,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from sim.episode import Episode, Policy, make_observation
 from sim.families.base import get_family
+from sim.records import Episode, Policy, ValidityReport, make_observation
 from sim.scene import SceneSpec
 from sim.world import WorldState
 
@@ -121,12 +123,11 @@ def run_libero_episode(spec: SceneSpec, policy: Policy | None = None, *, max_ste
                    policy=name)
 
 
-def check_libero_scene(spec: SceneSpec, *, solve: bool = True, demo_tries: int = 3) -> Any:
-    """`sim.validity.ValidityReport` for a LIBERO scene: it builds ("compile"), and the expert solves it
+def check_libero_scene(spec: SceneSpec, *, solve: bool = True, demo_tries: int = 3) -> ValidityReport:
+    """The `ValidityReport` of a LIBERO scene: it builds ("compile"), and the expert solves it
     without noise ("solvability"); the demonstration is the first noisy run that succeeds."""
     from sim.libero.expert import UnsupportedGoal
     from sim.libero.world import libero_scene
-    from sim.validity import ValidityReport
 
     checks = {"compile": False}
     try:  # the task file exists and the edits apply (a swap partner the task has, words LIBERO can parse)

@@ -1,0 +1,129 @@
+"""What every executor of episodes runs and returns (`sim.pool.EpisodePool` on local processes,
+`sim.ray_pool.RayEpisodePool` on Ray): the job, its result, running one job in a worker, warming a worker
+up, and the registry of executors both register in (`make_pool` in `sim.pool` picks one by name).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from common.machine import available_mb, cpu_count, machine_workers
+from common.registry import Registry
+
+if TYPE_CHECKING:
+    from sim.records import Policy
+    from sim.scene import SceneSpec
+
+PolicyFactory = Callable[["SceneSpec"], "Policy"]
+ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeJob:
+    """One episode to run. The policy factory must be picklable (a module-level function or class)."""
+
+    scene: SceneSpec
+    # "expert" (the family's scripted expert) or a factory `factory(scene) -> policy`
+    policy: Literal["expert"] | PolicyFactory = "expert"
+    # where to save the episode (`Episode.save`), or None to keep nothing on disk
+    out: str | Path | None = None
+    # control-step limit; None uses the scene's own `max_steps`
+    max_steps: int | None = None
+    # keep every n-th state in the saved episode
+    record_every: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeResult:
+    """What one job gave. `error` is set (and `success` False) when the job raised or its worker died."""
+
+    index: int  # position of the job in the list passed to `run`
+    success: bool
+    failing_phase: str | None
+    steps: int
+    wall_s: float  # seconds the job took in its worker (0 when the worker died)
+    cpu_s: float = 0.0  # CPU seconds of the worker on this job (below wall_s when cores are shared)
+    path: Path | None  # the saved .npz, when the job had `out`
+    error: str | None = None
+    trace: str | None = None  # the worker's traceback, when the job raised
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def run_job(index: int, job: EpisodeJob) -> EpisodeResult:
+    """Run one job here; exceptions become an error result."""
+    from sim.episode import run_episode
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        if isinstance(job.policy, str):
+            if job.policy != "expert":
+                raise ValueError(f"unknown policy {job.policy!r}: use 'expert' or a factory(scene) -> policy")
+            policy, name = None, "expert"
+        else:
+            policy = job.policy(job.scene)
+            name = getattr(job.policy, "__qualname__", type(job.policy).__qualname__)
+        ep = run_episode(job.scene, policy, max_steps=job.max_steps, record_every=job.record_every,
+                         policy_name=name)
+        path = ep.save(job.out) if job.out is not None else None
+    except Exception as e:  # noqa: BLE001 - any failure of a job is that job's result
+        return EpisodeResult(index=index, success=False, failing_phase=None, steps=0,
+                             wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, path=None,
+                             error=f"{type(e).__name__}: {e}", trace=traceback.format_exc())
+    return EpisodeResult(index=index, success=ep.success, failing_phase=ep.failing_phase, steps=ep.steps,
+                         wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, path=path)
+
+
+def failed_result(index: int, why: str) -> EpisodeResult:
+    """The result of a job that could not run: `why` is its error."""
+    return EpisodeResult(index=index, success=False, failing_phase=None, steps=0, wall_s=0.0, path=None,
+                         error=why)
+
+
+def warm_worker() -> int:
+    """Import the simulator and compile one scene before the first job: a process's first compile builds
+    the robot's meshes (1-5 s on busy cores), which should not count against a job's time limit."""
+    from sim.builder import build_scene
+    from sim.families import get_family
+
+    try:
+        fam = get_family("pick_place")
+        build_scene(fam.make_scene(fam.default_factors()))
+    except Exception:  # noqa: BLE001 - only a warm-up; a broken family shows up in its own jobs
+        pass
+    return os.getpid()
+
+
+def fits_here(workers: int, address: str | None = None) -> None:
+    """ValueError when `workers` episode processes would not fit this machine (`common.machine`)."""
+    del address  # the workers run here whatever the address
+    if workers > (limit := machine_workers()):
+        raise ValueError(f"--workers {workers}: this machine runs at most {limit} episode workers "
+                         f"({cpu_count()} CPUs, {available_mb() // 1024} GiB free); give at most {limit}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Executor:
+    """Where batched episodes run, as `make_pool` and a run's checks see it."""
+
+    name: str
+    # (workers, *, address, job_timeout_s) → a pool that speaks `run(jobs)` and `executor.submit(fn, *args)`
+    make: Callable[..., Any]
+    # (workers, address) → None, or ValueError naming what this executor cannot take (pure: a config check)
+    check: Callable[[int, str | None], None]
+    # (workers, address) → None, or ValueError saying what is missing, before any work: the workers fit this
+    # machine, the cluster answers (a probe of this machine or the network; never run in a config)
+    preflight: Callable[[int, str | None], None] = fits_here
+
+
+# each executor module registers its own (`sim.pool`: "local", `sim.ray_pool`: "ray");
+# `sim.pool.make_pool` and a run's checks ask here
+EXECUTORS: Registry[Executor] = Registry("executor")
