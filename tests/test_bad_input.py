@@ -21,7 +21,7 @@ def template_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_issue_case_is_listed() -> None:
     assert len(CASES) >= 35 and len({c.id for c in CASES}) == len(CASES)
     assert {c.module for c in CASES} == {"agents.run", "agents.replay", "sandbox.run",
-                                         "experiments.table.table1", "experiments.bootstrap_cost"}
+                                         "experiments.table.table1", "studies.bootstrap_cost"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -52,7 +52,7 @@ def test_an_unexpected_failure_is_one_line_with_the_traceback_on_disk(
     from common.cli import run_cli
 
     def boom() -> int:
-        raise FileNotFoundError(2, "No such file or directory", "policy/round_01.pt")
+        raise FileNotFoundError(2, "No such file or directory", "policy/round_01.safetensors")
 
     assert run_cli(boom, log_dir=lambda: tmp_path, hint=lambda: "continue with: --resume") == 1
     err = capsys.readouterr().err

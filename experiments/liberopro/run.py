@@ -35,10 +35,11 @@ PERTURBS = ("none", "position", "instruction", "task")
 
 
 def round_policies(run: Path) -> dict[int, Path]:
-    """round → its policy file (`policy/round_<k>.pt`) of a loop run directory."""
-    found = {int(p.stem.split("_")[1]): p for p in sorted((run / "policy").glob("round_*.pt"))}
+    """round → its policy file (`policy/round_<k>.safetensors`) of a loop run directory."""
+    found = {int(p.stem.split("_")[1]): p for p in sorted((run / "policy").glob("round_*.safetensors"))}
     if not found:
-        raise FileNotFoundError(f"{run}: no policy/round_*.pt — is it a run directory of `agents.run`?")
+        raise FileNotFoundError(f"{run}: no policy/round_*.safetensors — is it a run directory of "
+                                "`agents.run`?")
     return found
 
 

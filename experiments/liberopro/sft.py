@@ -3,8 +3,8 @@
 
     python -m experiments.liberopro.sft --suite libero_spatial --demos-per-task 10 --out runs/libero_sft
     python -m experiments.liberopro --suite libero_spatial --perturb position \
-        --policy runs/libero_sft/policy.pt
-    python -m experiments.liberopro.sft --inspect runs/libero_sft/policy.pt --task 0 --state 20
+        --policy runs/libero_sft/policy.safetensors
+    python -m experiments.liberopro.sft --inspect runs/libero_sft/policy.safetensors --task 0 --state 20
 
 Demonstrations start from init states `--first-state`, `--first-state + 1`, ... of each task's own file
 (default 20: the protocol evaluates on states 0–19, so no evaluation start is trained on); only successful
@@ -154,7 +154,7 @@ def train(episodes: list[dict[str, Any]], steps: int, seed: int, out: Path) -> t
     policy.set_stats(stats)
     cfg = SFTConfig(name="libero_sft", steps=steps, warmup=min(50, steps // 10), policy=pc, demos=1)
     speed = sft_train(policy, data, cfg)
-    path = policy.save(out / "policy.pt")
+    path = policy.save(out / "policy.safetensors")
     return path, {**speed, "chunks": int(len(data["actions"]))}
 
 

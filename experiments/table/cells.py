@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.config import PRESETS, RunConfig
+from coda_policy import pretrained
 from experiments.table import suites as frozen
 from experiments.table.presets import TablePreset
 from experiments.table.record import (
@@ -34,10 +35,11 @@ from experiments.table.record import (
 if TYPE_CHECKING:
     from sim.pool import EpisodePool
 
-# the policy shipped with the code: Table 1's seed-0 bootstrap (`coda_policy/pretrained/README.md`)
-PRETRAINED = Path(__file__).resolve().parents[2] / "coda_policy" / "pretrained" / "seed_sft_4fam.pt"
+# the policy shipped with the code: Table 1's seed-0 bootstrap (`checkpoints/README.md`)
+PRETRAINED = pretrained.SEED_SFT_4FAM
 SHARED_BOOTSTRAP = ("scenes/round_00", "validity/round_00", "episodes/round_00", "programs/round_00",
-                    "policy/round_00.pt", "train/round_00.json")
+                    "policy/round_00.safetensors", "train/round_00.json")
+BOOT_POLICY = "seed{seed}_round_00.safetensors"  # a kept bootstrap policy's file name
 
 
 # ---- cells ------------------------------------------------------------------------------------------------
@@ -95,24 +97,38 @@ def bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: int,
     return cfg, out / f"_bootstrap_seed{seed}"
 
 
+def kept_dir(results: Path, table: str) -> Path:
+    """Where `results`' kept bootstrap policies of `table` lie: the repository's committed checkpoints
+    (`checkpoints/<table>/`, with the manifest) for the committed results, else beside the records."""
+    if results.resolve() == (ROOT / "docs" / "results").resolve():
+        return pretrained.ROOT / table
+    return results / table / "bootstrap"
+
+
 def kept_bootstrap(results: Path, table: str, seed: int) -> Path | None:
-    """The seed's bootstrap policy as committed — `<results>/<table>/bootstrap/seed<k>_round_00.pt`, or the
-    shipped pretrained policy — whose SHA-256 is the one the seed's bootstrap record names (any kept file
-    when there is no record yet); None when neither is."""
-    folder = results / table / "bootstrap"
-    record = folder / f"seed{seed}.json"
+    """The seed's bootstrap policy as kept — `kept_dir(...)/seed<k>_round_00.safetensors`, or the shipped
+    pretrained policy — whose SHA-256 is the one the seed's bootstrap record names (a record written before
+    the safetensors conversion names the `.pt`'s: `pretrained.canonical_sha256`; any kept file when there
+    is no record yet); None when neither is."""
+    record = results / table / "bootstrap" / f"seed{seed}.json"
     want = json.loads(record.read_text())["bootstrap_sha256"] if record.exists() else None
-    for path in (folder / f"seed{seed}_round_00.pt", PRETRAINED):
-        if path.is_file() and (sha256(path) == want if want else path.parent == folder):
+    folder = kept_dir(results, table)
+    for path in (folder / BOOT_POLICY.format(seed=seed), PRETRAINED):
+        if not path.is_file():
+            continue
+        if (pretrained.canonical_sha256(sha256(path)) == pretrained.canonical_sha256(want) if want
+                else path.parent == folder):
             return path
     return None
 
 
 def bootstrap_files(results: Path, table: str, seed: int) -> list[Path]:
-    """The seed's kept bootstrap policy under `results`, to commit beside its record (none when it is the
-    shipped pretrained file)."""
+    """The seed's kept bootstrap policy (and the manifest that lists it, in `checkpoints/`), to commit
+    beside its record (none when it is the shipped pretrained file)."""
     kept = kept_bootstrap(results, table, seed)
-    return [kept] if kept is not None and kept.parent == results / table / "bootstrap" else []
+    if kept is None or kept.parent != kept_dir(results, table):
+        return []
+    return [kept, pretrained.MANIFEST] if kept.is_relative_to(pretrained.ROOT) else [kept]
 
 
 def kept_bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: int, out: Path,
@@ -132,7 +148,8 @@ def kept_bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: in
     if (results / home / "bootstrap" / f"seed{seed}.json").exists():
         raise RuntimeError(f"seed {seed}'s bootstrap is recorded ({results / home}/bootstrap/"
                            f"seed{seed}.json) but its policy is neither in {run} nor kept as "
-                           f"seed{seed}_round_00.pt: a new bootstrap would not match the seed's cells; "
+                           f"{kept_dir(results, home) / BOOT_POLICY.format(seed=seed)}: a new bootstrap "
+                           "would not match the seed's cells; "
                            "move the seed's records aside to run it again in full")
     return cfg, run
 
@@ -140,14 +157,19 @@ def kept_bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: in
 def keep_bootstrap(preset: TablePreset, seed: int, run: Path, results: Path) -> None:
     """After the bootstrap ran: its round-0 policy is the kept one (copied over the run's re-saved file), or
     — newly trained — copied under `results` to be committed with the seed's record."""
-    policy = run / "policy" / "round_00.pt"
+    policy = run / "policy" / "round_00.safetensors"
     kept = kept_bootstrap(results, boot_home(preset), seed)
     if kept is not None and sha256(kept) != sha256(policy):
         shutil.copy2(kept, policy)
     elif kept is None:
-        dst = results / boot_home(preset) / "bootstrap" / f"seed{seed}_round_00.pt"
+        dst = kept_dir(results, boot_home(preset)) / BOOT_POLICY.format(seed=seed)
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(policy, dst)
+        if dst.is_relative_to(pretrained.ROOT):
+            pretrained.record(dst, f"the seed-{seed} bootstrap of `python -m experiments.table`'s "
+                              f"{boot_home(preset)} cells at {provenance('')['commit']}",
+                              policy="object_token", record=str(results / boot_home(preset) / "bootstrap"
+                                                                / f"seed{seed}.json"))
 
 
 def shared_bootstrap(preset: TablePreset, seed: int, critic: str, workers: int, out: Path,
@@ -207,7 +229,7 @@ def evaluate_cell(cfg: RunConfig, run: Path, preset: TablePreset, pool: EpisodeP
         key = f"round_{r:02d}"
         if key in done:
             continue
-        policy = run / "policy" / f"{key}.pt"
+        policy = run / "policy" / f"{key}.safetensors"
         split = frozen.SPLITS if r == cfg.rounds else (preset.curve_split,)
         what = {"policy": sha256(policy), "seed": cfg.seed, "splits": list(split),
                 "families": list(cfg.families), "per_split": preset.per_split,
@@ -242,7 +264,8 @@ def bootstrap_record(preset: TablePreset, seed: int, critic: str, workers: int, 
     took = {"wall_s": round(t1 - t0, 1), "eval_s": round(time.perf_counter() - t1, 1)}  # run (or reuse), eval
     path.parent.mkdir(parents=True, exist_ok=True)
     splits = {split: {f: evals[f][split] for f in cfg.families} for split in frozen.SPLITS}
-    path.write_text(json.dumps({"seed": seed, "bootstrap_sha256": sha256(boot / "policy" / "round_00.pt"),
+    boot_sha = sha256(boot / "policy" / "round_00.safetensors")
+    path.write_text(json.dumps({"seed": seed, "bootstrap_sha256": boot_sha,
                                 **splits, **took, "code_commit": provenance("")["commit"]}, indent=1) + "\n")
     return path
 

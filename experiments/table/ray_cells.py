@@ -91,7 +91,7 @@ def run_cells_on_ray(preset: Any, preset_name: str, methods: Sequence[str], seed
             cfg, run, record = todo
             boot_hash = None
             if cfg.method_config.bootstrap_sft:
-                boot_hash = sha256(boots[seed] / "policy" / "round_00.pt")
+                boot_hash = sha256(boots[seed] / "policy" / "round_00.safetensors")
                 seed_cell(run, boots[seed])
             cells.append((cfg, run, (cfg, run, record, boot_hash)))
     log(f"{len(cells)} cells on Ray at {address}, {parallel} at a time")

@@ -78,7 +78,7 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
     final = evals[f"round_{cfg.rounds:02d}"]
     own = [r.get("held_after") for r in rows if r["round"] > 0 and r.get("held_after") is not None]
     accepted = {r["round"]: r.get("generation", {}).get("accepted", {}) for r in rows if r["round"] > 0}
-    policy0 = run / "policy" / "round_00.pt"
+    policy0 = run / "policy" / "round_00.safetensors"
     return {
         "method": cfg.method, "seed": cfg.seed, "preset": preset_name, "families": list(cfg.families),
         "critic": cfg.critic_kind if cfg.method_config.diagnose else None, "llm": cfg.llm,

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from coda_policy.pretrained import canonical_sha256
+
 # the methods of the paper's Table 1, in the table's row order; the paper's CoDA (`coda_text2potential`)
 # beside ours (`coda`: the same loop, the sparse verifier as the update's reward, FINDINGS #28)
 TABLE_METHODS = ("zero_shot", "sft", "domain_randomization", "uniform", "scalar", "critic_no_memory",
@@ -53,7 +55,10 @@ def change_vs_bootstrap(cells: Sequence[dict[str, Any]], boots: dict[int, dict[s
     diffs = []
     for c in cells:
         b = boots.get(c["seed"])
-        if b is None or not c.get("bootstrap_shared") or b["bootstrap_sha256"] != c.get("bootstrap_sha256"):
+        # a record of before the safetensors conversion names the .pt's hash (`canonical_sha256`)
+        same = b is not None and canonical_sha256(b["bootstrap_sha256"]) == canonical_sha256(
+            c.get("bootstrap_sha256"))
+        if not same or not c.get("bootstrap_shared"):
             continue
         fams = c["families"]
         diffs.append(sum(c[split][f] - b[split][f] for f in fams) / len(fams))
@@ -136,7 +141,7 @@ def compute_note(table: dict[str, Any]) -> str:
 
 
 # `<results>/<table>/bootstrap_cost/seed<k>.json`: a table's bootstraps trained again and timed
-# (`experiments.bootstrap_cost`), for a table whose cells start from another table's kept bootstraps
+# (`studies.bootstrap_cost`), for a table whose cells start from another table's kept bootstraps
 BOOTSTRAP_COST = "bootstrap_cost"
 
 

@@ -6,15 +6,15 @@ budget (accepted scenes per family per round), evaluated on the frozen suites (`
     python -m experiments.table --preset default --methods coda,scalar --seeds 1
     python -m experiments.table --preset rounds3 --seeds 5 --commit  # a third round on Table 1's cells
 
-Each (method, seed) cell is an ordinary run directory (`<out>/<method>_seed<k>/`, made by
-`python -m agents.run`), so a killed table resumes where it stopped: finished cells are skipped, an
-interrupted cell continues with `agents.run --resume`. The bootstrap SFT of a seed is computed once (in
-`<out>/_bootstrap_seed<k>/`) and copied into every cell that bootstraps; each cell's `policy/round_00.pt`
-is then checked against it by hash. Every finished cell writes `<results>/<table>/<method>_seed<k>.json`
-(committed with `--commit`), and the table — `<results>/<table>.json` (schema in `aggregate`) and
-`<table>.md` — is rebuilt from whatever cells exist. A table that extends another with more rounds
-(`rounds3`) forks that table's finished cells after their last round and runs only the rounds it adds
-(`experiments.table.fork`).
+Each (method, seed) cell is an ordinary run directory (`<out>/<method>_seed<k>/`, made by `python -m
+agents.run`), so a killed table resumes where it stopped: finished cells are skipped, an interrupted cell
+continues with `agents.run --resume`. The bootstrap SFT of a seed is computed once (in
+`<out>/_bootstrap_seed<k>/`) and copied into every cell that bootstraps; each cell's
+`policy/round_00.safetensors` is then checked against it by hash. Every finished cell writes
+`<results>/<table>/<method>_seed<k>.json` (committed with `--commit`), and the table —
+`<results>/<table>.json` (schema in `aggregate`) and `<table>.md` — is rebuilt from whatever cells exist. A
+table that extends another with more rounds (`rounds3`) forks that table's finished cells after their last
+round and runs only the rounds it adds (`experiments.table.fork`).
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def _run_seed(preset: TablePreset, preset_name: str, methods: Sequence[str], see
         boot_hash = None
         if cfg.method_config.bootstrap_sft:
             boot = boot or shared_bootstrap(preset, seed, critic, workers, out, results)
-            boot_hash = sha256(boot / "policy" / "round_00.pt")
+            boot_hash = sha256(boot / "policy" / "round_00.safetensors")
             seed_cell(run, boot)
         log(f"{method} seed {seed}: running {cfg.rounds} rounds in {run}")
         run_cell(cfg, run)

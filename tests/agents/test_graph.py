@@ -81,7 +81,7 @@ def test_coda_founds_a_mode_reuses_its_programs_and_forks(deps_for, tmp_path: Pa
     assert arm["program"].startswith("programs/round_01/gen_") and arm["status"] == "accepted"
     assert accepted_per_family(final["slots"]) == {"pick_place": deps.config.budget}
     for kind in ("scenes/round_02/*.json", "episodes/round_02/roll_*.npz", "episodes/round_02/demo_*.npz",
-                 "policy/round_02.pt", "memory/chroma.sqlite3", "report.html", "trace.sqlite"):
+                 "policy/round_02.safetensors", "memory/chroma.sqlite3", "report.html", "trace.sqlite"):
         assert files(root, kind), kind
     assert set(rows[2]["cost"]) >= {"allocate", "generate", "validate", "rollout", "diagnose", "verify",
                                     "remember", "compile", "train", "measure"}
@@ -100,8 +100,9 @@ def _fork_round_one(deps, tmp_path: Path) -> None:
         step = str(ends[0].metadata["step"])
         copy = fork(app, deps.run, step, tmp_path / "fork", None, Console(quiet=True))
     assert [r["round"] for r in read_metrics(copy.metrics)] == [0, 1]
-    assert not (copy.root / "episodes/round_02").exists() and not (copy.root / "policy/round_02.pt").exists()
-    assert (deps.run.root / "policy/round_02.pt").exists()  # the original is untouched
+    assert not (copy.root / "episodes/round_02").exists()
+    assert not (copy.root / "policy/round_02.safetensors").exists()
+    assert (deps.run.root / "policy/round_02.safetensors").exists()  # the original is untouched
     trainer = FakeTrainer(ALWAYS_FAILS)
     with open_deps(deps.config, copy.root, trainer=trainer, agents=ScriptedAgents()) as forked:
         assert forked.memory.counts()["programs"] == 1  # memory as it was at the end of round 1

@@ -51,4 +51,4 @@ def test_one_round_of_the_loop_runs_in_libero(tmp_path: Path) -> None:
     assert all(v["n"] >= 1 and 0.0 <= v["targeted_failure_rate"] <= 1.0 for v in verdicts)
     scenes = sorted((root / "scenes" / "round_01").glob("*.json"))
     assert scenes and all('"libero"' in p.read_text() for p in scenes)
-    assert (root / "policy" / "round_01.pt").exists() and (root / "report.html").exists()
+    assert (root / "policy" / "round_01.safetensors").exists() and (root / "report.html").exists()

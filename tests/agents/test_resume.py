@@ -60,7 +60,7 @@ def test_sigkill_mid_round_then_resume_loses_nothing(tmp_path: Path) -> None:
     before, _ = _state(out)
     assert before["round"] == 2 and before["node"] != "report"
     patterns = ("scenes/round_0[12]/*.json", "episodes/round_0[12]/*.json", "programs/round_0*/*.py",
-                "policy/*.pt")
+                "policy/*.safetensors")
     kept = {p: (out / p).stat().st_mtime_ns for pattern in patterns for p in files(out, pattern)}
     accepted = [s for slot in before["slots"] for s in slot["accepted"] + slot["held_scenes"] + slot["demos"]]
     remembered = _memory_ids(out)

@@ -21,8 +21,8 @@ def test_run_weights_reads_every_round_later_rounds_winning(tmp_path):
     (tmp_path / "policy").mkdir()
     chunks = SimpleNamespace(episode=np.array([0, 0, 1]), start=np.array([0, 8, 0]), demo=np.array([1, 1, 0]))
     pol = tmp_path / "policy"
-    save_chunk_weights(pol / "round_01.pt", ["/a.npz", "/b.npz"], chunks, np.array([1, 2, 3.0]))
+    save_chunk_weights(pol / "round_01.safetensors", ["/a.npz", "/b.npz"], chunks, np.array([1, 2, 3.0]))
     later = SimpleNamespace(episode=np.array([0]), start=np.array([8]), demo=np.array([1]))
-    save_chunk_weights(tmp_path / "policy" / "round_02.pt", ["/a.npz"], later, np.array([7.0]))
-    assert chunk_weights_path(tmp_path / "policy" / "round_02.pt").is_file()
+    save_chunk_weights(tmp_path / "policy" / "round_02.safetensors", ["/a.npz"], later, np.array([7.0]))
+    assert chunk_weights_path(tmp_path / "policy" / "round_02.safetensors").is_file()
     assert run_weights(tmp_path) == {"/a.npz": {0: 1.0, 8: 7.0}, "/b.npz": {0: 3.0}}

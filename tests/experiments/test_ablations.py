@@ -107,9 +107,10 @@ def test_smoke_ablation_end_to_end_shares_the_coda_cells(tmp_path: Path,
     import torch
 
     from coda_policy.awr import Q_SELECT
+    from coda_policy.checkpoint import load_checkpoint
 
-    frozen = torch.load(out / "coda_frozen_actor_seed0" / "policy" / "round_01.pt", weights_only=False)
-    boot = torch.load(out / "coda_frozen_actor_seed0" / "policy" / "round_00.pt", weights_only=False)
+    frozen = load_checkpoint(out / "coda_frozen_actor_seed0" / "policy" / "round_01.safetensors")
+    boot = load_checkpoint(out / "coda_frozen_actor_seed0" / "policy" / "round_00.safetensors")
     assert Q_SELECT in frozen and all(torch.equal(frozen["state_dict"][k], v)
                                       for k, v in boot["state_dict"].items())
     shared = ablations.SHARED_METHODS

@@ -19,7 +19,7 @@ def _run_dir(tmp_path, families=("libero_object",), rounds=(0, 1)):
     (run / "policy").mkdir(parents=True)
     (run / "config.json").write_text(json.dumps({"families": list(families)}))
     for r in rounds:
-        (run / "policy" / f"round_{r:02d}.pt").write_bytes(b"")
+        (run / "policy" / f"round_{r:02d}.safetensors").write_bytes(b"")
     return run
 
 
@@ -30,7 +30,7 @@ def test_a_runs_round_policies_and_suite_are_found_and_a_non_libero_run_is_refus
     other = _run_dir(tmp_path / "b", families=("pick_place",))
     with pytest.raises(ValueError, match="not a LIBERO family"):
         liberopro_run.run_suite(other)
-    with pytest.raises(FileNotFoundError, match=r"no policy/round_\*\.pt"):
+    with pytest.raises(FileNotFoundError, match=r"no policy/round_\*\.safetensors"):
         liberopro_run.round_policies(_run_dir(tmp_path / "c", rounds=()))
 
 
@@ -48,7 +48,7 @@ def test_each_round_and_perturbation_is_one_file_kept_on_resume_and_read_as_one_
     wrote = liberopro_run.evaluate_run(run, "libero_object", [0, 1], ["none", "position"], **kw)
     assert [p.name for p in wrote] == ["round0_none.json", "round0_position.json", "round1_none.json",
                                        "round1_position.json"]
-    assert asked[0] == ("none", "round_00.pt") and asked[-1] == ("position", "round_01.pt")
+    assert asked[0] == ("none", "round_00.safetensors") and asked[-1] == ("position", "round_01.safetensors")
     rec = json.loads(wrote[1].read_text())
     assert (rec["suite"], rec["round"], rec["successes"], rec["episodes"]) == ("libero_object_swap", 0, 1, 5)
     asked.clear()
