@@ -36,7 +36,7 @@ def open_app(run: RunDir) -> Iterator[Any]:
     """The run's compiled graph over its checkpoints, for reading (no simulator or model is started)."""
     from agents.graph.build import build_graph, open_checkpointer
     from agents.graph.deps import Deps
-    from agents.run import check_trace_db, read_config_file
+    from agents.run_checks import check_trace_db, read_config_file
 
     if not run.root.is_dir():
         raise UsageError(f"{run.root} is not a run directory")
@@ -69,7 +69,7 @@ def history(app: Any) -> list[Any]:
 def node_inputs(run: Path, round_no: int, node: str = "train") -> tuple[RunConfig, dict[str, Any]]:
     """(the run's config, the graph state `node` of round `round_no` was given), from the checkpoints:
     what a diagnostic needs to redo that step of a finished run."""
-    from agents.run import read_config_file
+    from agents.run_checks import read_config_file
 
     rd = RunDir(run)
     with open_app(rd) as app:

@@ -33,13 +33,14 @@ makes the independent-samples tests conservative.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from agents.config import CriticConfig, VerifyTestConfig
+from agents.config import CriticConfig, VerifyConfig
 from agents.critic.factors import live_under
 from common.stats import fisher_greater, upper_bound
 from memory.types import Diagnosis, Verdict, VerdictStatus
@@ -81,51 +82,14 @@ class Outcome(Protocol):
 RunBatch = Callable[[Sequence[BatchItem]], Sequence[Outcome]]
 
 
-@dataclass(frozen=True, kw_only=True)
-class VerifyConfig:
-    """The test and the control edit."""
-
-    # significance level of the one-sided test
-    alpha: float = 0.05
-    # fewer counted episodes than this in either batch: inconclusive
-    min_valid: int = 4
-    # the smallest increase of the failure rate a difficulty mode is worth: refuted only when the data
-    # bound the increase below it; a control failing more often than 1 - min_effect leaves no room for it
-    min_effect: float = 0.25
-    # the control factor, or None to pick one (another number factor of a different kind, at random)
-    control_factor: str | None = None
-    # groups a control factor may come from ("task" factors change the task itself)
-    control_groups: tuple[str, ...] = ("spatial", "attribute")
-    # which failures count: in "any" phase, or only in the diagnosis's "named" phase
-    count: Literal["any", "named"] = "any"
-    # the control batch: "other" — another factor moved by the same amount; "moveback" — the diagnosed
-    # factor left at the program's own (in-distribution) values, everything else as in the targeted batch
-    control: Literal["other", "moveback"] = "other"
-    # edit bounds and band width, as the critic uses them
-    critic: CriticConfig = field(default_factory=CriticConfig)
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
-        if self.min_valid < 1:
-            raise ValueError("min_valid must be >= 1")
-        if not 0.0 < self.min_effect < 1.0:
-            raise ValueError(f"min_effect must be in (0, 1), got {self.min_effect}")
-        if self.count not in ("any", "named"):
-            raise ValueError(f"count must be 'any' or 'named', got {self.count!r}")
-        if self.control not in ("other", "moveback"):
-            raise ValueError(f"control must be 'other' or 'moveback', got {self.control!r}")
-
-
-def loop_config(test: VerifyTestConfig, critic: CriticConfig, *, alpha: float, n: int,
+def loop_config(test: VerifyConfig, critic: CriticConfig, *, alpha: float, n: int,
                 **override: Any) -> VerifyConfig:
-    """The `VerifyConfig` the loop's `verify` node uses for a run's test settings (`RunConfig.verify`,
-    `verify_alpha`, `critic`) at batch size `n`; `override` changes a field (a benchmark's control)."""
+    """The `VerifyConfig` the loop's `verify` node uses for a run's test settings (`RunConfig.verify`, its
+    `critic`) at significance `alpha` and batch size `n`; `override` changes a field (a benchmark's
+    control)."""
     # a batch of n can only be judged if n episodes may count
-    return VerifyConfig(**{"alpha": alpha, "min_valid": max(1, min(test.min_valid, n)),
-                           "min_effect": test.min_effect, "control_factor": test.control_factor,
-                           "control_groups": test.control_groups, "count": test.count, "critic": critic,
-                           **override})
+    return dataclasses.replace(test, alpha=alpha, min_valid=max(1, min(test.min_valid, n)), critic=critic,
+                               **override)
 
 
 @dataclass(frozen=True)

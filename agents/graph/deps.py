@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agents.config import CriticConfig, RunConfig, VerifyTestConfig, WriterConfig
+from agents.config import CriticConfig, RunConfig, VerifyConfig, WriterConfig
 from agents.graph.rundir import RunDir
 
 if TYPE_CHECKING:  # the real types, for readers and type checkers; importing them here would be heavy
@@ -144,7 +144,7 @@ class HelperAgents:
     `critic`, `writer`, `verify` and `compile` settings (`from_config`; the defaults are `RunConfig`'s)."""
 
     def __init__(self, *, critic: CriticConfig | None = None, writer: WriterConfig | None = None,
-                 verify: VerifyTestConfig | None = None, agreement_threshold: float | None = None) -> None:
+                 verify: VerifyConfig | None = None, agreement_threshold: float | None = None) -> None:
         defaults = RunConfig()
         self.critic = critic or defaults.critic
         self.writer = writer or defaults.writer

@@ -1,7 +1,7 @@
 """The verification test's power, exactly: the probability that the one-sided Fisher exact test of the
 `verify` node (`agents.critic.verify.decide`) validates a diagnosis whose targeted batch truly fails at rate
 `pt` and whose control batch at rate `pc`, with `n` episodes each, at significance `alpha` — and the
-probability it labels it *refuted* (the increase bounded below `VerifyTestConfig.min_effect`). Binomial
+probability it labels it *refuted* (the increase bounded below `VerifyConfig.min_effect`). Binomial
 outcomes are enumerated through the node's own `decide`; nothing is simulated.
 
     python -m experiments.table.power [--alpha 0.1] [--n 3,6,12,24]
@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 from math import comb
 
-from agents.config import VerifyTestConfig
 from agents.critic.verify import VerifyConfig, decide
 from common.cli import comma_list
 
@@ -26,7 +25,7 @@ def binom(k: int, n: int, p: float) -> float:
 
 def verdict_rates(pt: float, pc: float, n: int, alpha: float) -> dict[str, float]:
     """P(validated), P(refuted), P(inconclusive) for true failure rates `pt` (targeted), `pc` (control)."""
-    v = VerifyTestConfig()
+    v = VerifyConfig()
     cfg = VerifyConfig(alpha=alpha, min_valid=max(1, min(v.min_valid, n)), min_effect=v.min_effect)
     out = {"validated": 0.0, "refuted": 0.0, "inconclusive": 0.0}
     for t in range(n + 1):

@@ -17,7 +17,7 @@ from agents.config import (
     CriticConfig,
     LearnConfig,
     RunConfig,
-    VerifyTestConfig,
+    VerifyConfig,
     WriterConfig,
     get_preset,
 )
@@ -26,7 +26,7 @@ from agents.graph.deps import HelperAgents
 CUSTOM = RunConfig(
     critic=CriticConfig(allow_ood=True, band=0.3, retries=0, max_keyframes=1, max_tokens=300),
     writer=WriterConfig(allow_ood=True, band=0.2, allow_source=True, emphasis=False, max_tokens_edit=300),
-    verify=VerifyTestConfig(min_valid=2, control_factor="obj_x", control_groups=("spatial",)),
+    verify=VerifyConfig(alpha=0.1, min_valid=2, control_factor="obj_x", control_groups=("spatial",)),
     compile=CompileConfig(agreement_threshold=0.8, max_demos=3))
 
 
@@ -55,6 +55,24 @@ def test_a_config_json_from_before_the_nested_configs_still_loads() -> None:
     cfg = RunConfig.from_json(json.dumps(old))
     assert cfg == get_preset("smoke")
     assert cfg.critic == RunConfig().critic and cfg.compile == CompileConfig()
+
+
+def test_one_verification_config_and_a_run_keeps_its_alpha() -> None:
+    """The loop's test and a standalone caller's are one class (`VerifyConfig`); a run's α is 0.1, as every
+    run's `verify_alpha` was, and a config.json from before `verify.alpha` keeps the α it was run with."""
+    from agents.critic.verify import VerifyConfig as VerifiersConfig
+    from agents.critic.verify import loop_config
+
+    assert VerifiersConfig is VerifyConfig
+    cfg = get_preset("smoke")
+    assert cfg.verify.alpha == cfg.verify_alpha == 0.1 and VerifyConfig().alpha == 0.05
+    used = loop_config(cfg.verify, cfg.critic, alpha=cfg.verify_alpha, n=3)
+    assert (used.alpha, used.min_valid, used.critic, used.control) == (0.1, 3, cfg.critic, "other")
+    old: dict[str, Any] = json.loads(cfg.to_json())
+    del old["verify"]["alpha"], old["verify"]["control"], old["verify"]["critic"]
+    old["verify_alpha"] = 0.05
+    back = RunConfig.from_json(json.dumps(old))
+    assert back.verify_alpha == 0.05 and dataclasses.replace(back.verify, alpha=0.1) == cfg.verify
 
 
 def test_one_retry_budget_the_agents_own_retries_must_stay_zero_in_a_run() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.run import probe_endpoint
+from agents.run_checks import probe_endpoint
 from common.cli import UsageError
 from tests.fakes.openai_server import FakeOpenAIServer, tool_call_reply
 

@@ -29,3 +29,13 @@ def test_a_bad_config_file_is_a_clear_error(tmp_path: Path, capsys: pytest.Captu
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "--config" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_workers_beyond_the_machine_are_refused_in_one_line_before_anything_is_written(tmp_path, capsys):
+    """`--workers 100000` used to spawn workers until the machine stalled; now the executor's preflight
+    refuses it (exit 2, one line) before the run directory exists."""
+    out = tmp_path / "run"
+    assert main(["--preset", "smoke", "--workers", "100000", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --workers 100000: this machine runs at most"), err
+    assert not out.exists()
