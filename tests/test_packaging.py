@@ -1,0 +1,69 @@
+"""`pip install -e .` gives a working `coda`: pyproject.toml declares, as ranges, every third-party package
+the product packages import, and the tested pins of requirements*.txt lie inside those ranges."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCT = ("common", "sim", "programs", "sandbox", "coda_policy", "memory", "agents", "experiments")
+# imported only where another environment provides them: lerobot's PI05 backend (.venv-pi05, its own
+# requirements-pi05.txt), and threadpoolctl, used when present and skipped otherwise (sim.pool's workers)
+ELSEWHERE = {"lerobot", "transformers", "triton", "threadpoolctl"}
+# a module whose distribution is named otherwise and may not be installed here (the `llm` extra); and
+# typing_extensions, which comes with pydantic
+NAMED = {"llama_cpp": "llama-cpp-python", "typing_extensions": "pydantic"}
+
+
+def _declared() -> dict[str, Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
+    return {canonicalize_name(Requirement(r).name): Requirement(r) for r in reqs}
+
+
+def _third_party_imports() -> set[str]:
+    ours = {p.name for p in ROOT.iterdir() if p.is_dir()} | set(sys.stdlib_module_names) | {"__future__"}
+    found = set()
+    for package in PRODUCT:
+        for path in (ROOT / package).rglob("*.py"):
+            if path.name == "train.py":  # a family's seed training program: data, never imported
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    found |= {a.name.split(".")[0] for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    found.add(node.module.split(".")[0])
+    return found - ours
+
+
+def test_every_third_party_import_of_the_product_is_declared():
+    dists = packages_distributions()
+    declared = _declared()
+    missing = sorted(m for m in _third_party_imports() - ELSEWHERE
+                     if not {canonicalize_name(d) for d in dists.get(m, [NAMED.get(m, m)])} & declared.keys()
+                     and canonicalize_name(NAMED.get(m, m)) not in declared)
+    assert not missing, f"imported by the product but not in pyproject.toml's dependencies: {missing}"
+
+
+def test_the_tested_pins_lie_inside_the_declared_ranges():
+    declared = _declared()
+    outside = []
+    for name in ("requirements.txt", "requirements-nodeps.txt", "requirements-llm.txt"):
+        for line in (ROOT / name).read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if "==" not in line:
+                continue
+            pin = Requirement(line)
+            req = declared.get(canonicalize_name(pin.name))
+            version = next(iter(pin.specifier)).version
+            if req is not None and not req.specifier.contains(version, prereleases=True):
+                outside.append(f"{name}: {line} not in {req}")
+    assert not outside, outside
+    assert {"numpy", "mujoco", "torch", "langgraph", "chromadb", "ray"} <= declared.keys()
