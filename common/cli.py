@@ -61,6 +61,22 @@ def seed_list(text: str) -> list[int]:
     return values if "," in text else list(range(values[0]))
 
 
+def worker_count(text: str) -> int:
+    """`--workers`: a number of worker processes no larger than this machine runs at once
+    (`common.machine.machine_workers`); more would spawn until the machine stalls. Lower bounds (0 or 1)
+    are each command's own."""
+    from common.machine import available_mb, cpu_count, machine_workers
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers") from None
+    if n > (limit := machine_workers()):
+        raise argparse.ArgumentTypeError(f"{n}: this machine runs at most {limit} workers ({cpu_count()} "
+                                         f"CPUs, {available_mb() // 1024} GiB free); give at most {limit}")
+    return n
+
+
 def _log(exc: BaseException, log_dir: Path | None) -> Path:
     text = "".join(traceback.format_exception(exc))
     if log_dir is not None and log_dir.is_dir():
