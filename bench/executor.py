@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.cli import worker_count
+
 SIM_NODES = ("validate", "rollout", "verify", "measure")  # the nodes whose work is episodes
 
 
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.executor", description=__doc__.split("\n\n")[0])
     ap.add_argument("--episodes", type=int, default=16, help="expert episodes per batch (families in turn)")
     ap.add_argument("--repeats", type=int, default=3, help="batches per executor (alternating)")
-    ap.add_argument("--workers", type=int, default=2, help="workers of each executor")
+    ap.add_argument("--workers", type=worker_count, default=2, help="workers of each executor")
     ap.add_argument("--run", type=Path, help="a finished run directory: its round costs give the N-machine "
                     "estimate")
     a = ap.parse_args(argv)

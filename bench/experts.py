@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from common.cli import comma_list
+from common.cli import comma_list, worker_count
 from common.cli import console as cli_console
 
 TARGETS = {"id": 0.95, "ood": 0.80}
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=100, help="scenes per family and distribution")
     ap.add_argument("--families", type=comma_list(), default=[],
                     help="comma-separated task families (default: every registered one)")
-    ap.add_argument("--workers", type=int, default=2, help="episode-pool worker processes")
+    ap.add_argument("--workers", type=worker_count, default=2, help="episode-pool worker processes")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows to this JSON file")
     ap.add_argument("--check", action="store_true", help="exit 1 when an expert is below its target rate")
     a = ap.parse_args(argv)

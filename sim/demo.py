@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
-from common.cli import comma_list
+from common.cli import comma_list, worker_count
 
 ROUND = "round_00"
 
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated task families (default: every registered one)")
     ap.add_argument("--per-family", type=int, default=6, help="scenes per family")
     ap.add_argument("--ood", type=int, default=3, help="of them, scenes out of distribution")
-    ap.add_argument("--workers", type=int, default=2, help="episode-pool worker processes")
+    ap.add_argument("--workers", type=worker_count, default=2, help="episode-pool worker processes")
     ap.add_argument("--seed", type=int, default=0, help="first scene seed")
     a = ap.parse_args(argv)
     try:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from common.cli import worker_count
 from sim.builder import ROBOT_BASE
 from sim.episode import ExpertPolicy, Observation
 from sim.scene import SceneSpec
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.agents.critic", description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=24, help="scenes per handicap")
     ap.add_argument("--verify-n", type=int, default=12, help="episodes per verification batch")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=worker_count, default=2)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     run(args.n, args.verify_n, args.workers, args.seed)

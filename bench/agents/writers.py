@@ -33,7 +33,7 @@ import numpy as np
 
 from agents.graph.rundir import write_json
 from bench.agents import bench_llm
-from common.cli import comma_list
+from common.cli import comma_list, worker_count
 
 WRITERS = ("rules", "local", "openai")
 
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                          "memory (rows labelled <writer>+examples<K>; default 0: none)")
     ap.add_argument("--base-url", help="endpoint for --writers openai")
     ap.add_argument("--model", help="endpoint model for --writers openai")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=worker_count, default=2)
     ap.add_argument("--out", type=Path, help="write the results as JSON here (LLM call logs beside it)")
     a = ap.parse_args(argv)
     missing = [str(r) for r in a.runs if not (r / "diagnoses").is_dir()]

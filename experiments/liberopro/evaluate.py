@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from common.cli import worker_count
+
 if TYPE_CHECKING:
     from sim.libero.env import LiberoEnv
 
@@ -304,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--episodes", type=int, default=EPISODES,
                     help=f"episodes per task, init states in order (default {EPISODES})")
     ap.add_argument("--tasks", type=int, help="the suite's first N tasks (default all)")
-    ap.add_argument("--workers", type=int, default=2, help="processes, one task each at a time")
+    ap.add_argument("--workers", type=worker_count, default=2, help="processes, one task each at a time")
     ap.add_argument("--seed", type=int, default=0, help="episode i is seeded seed + i")
     ap.add_argument("--first-state", type=int, default=0,
                     help="start at this init state (default 0, the protocol's; a diagnostic, e.g. a "

@@ -27,6 +27,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from common.cli import worker_count
 from experiments.table.record import RUNS_RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--perturb", default=",".join(PERTURBS),
                     help=f"comma-separated perturbations (default {','.join(PERTURBS)})")
     ap.add_argument("--episodes", type=int, default=5, help="episodes per task, init states 0.. in order")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=worker_count, default=2)
     ap.add_argument("--out", type=Path, help="where the files go (default runs/results/libero/loop; the "
                     "committed ones: docs/results/libero/loop)")
     ap.add_argument("--commit", action="store_true", help="git-commit each file as it lands (needs --out)")

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from common.cli import worker_count
+
 SUITE_DIR = Path(__file__).resolve().parent / "suites"
 MANIFEST = SUITE_DIR / "manifest.json"
 SPLITS = ("id", "ood_single", "ood", "instruction")
@@ -176,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--build", action="store_true", help="draw, validate and write the suites")
     ap.add_argument("--check", action="store_true", help="check the files against the manifest")
     ap.add_argument("--n", type=int, default=10, help="scenes per family and split (with --build)")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=worker_count, default=2)
     a = ap.parse_args(argv)
     if a.build:
         print(build(a.n, workers=a.workers))

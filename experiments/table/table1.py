@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.config import METHODS
-from common.cli import seed_list
+from common.cli import seed_list, worker_count
 from common.registry import Registry
 from experiments.table import suites as frozen
 from experiments.table.cells import (
@@ -144,7 +144,7 @@ def cell_arguments(ap: argparse.ArgumentParser) -> None:
     """The options every table of cells shares (Table 1, the ablations)."""
     ap.add_argument("--seeds", type=seed_list, help="N: seeds 0..N-1; or a comma-separated list of seeds, "
                     "e.g. 0,2 (default: the preset's)")
-    ap.add_argument("--workers", type=int, default=2, help="episode-pool workers per cell")
+    ap.add_argument("--workers", type=worker_count, default=2, help="episode-pool workers per cell")
     ap.add_argument("--results", type=Path, help="where the records and the table go (default runs/results; "
                     "docs/results for the committed table)")
     ap.add_argument("--commit", action="store_true",
