@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from sim.env import SETTLE_STEPS, SimEnv
-from sim.families.base import TaskFamily, get_family
+from sim.families import TaskFamily, get_family
 from sim.records import Episode, Observation, Policy, make_observation
 from sim.render import PolicyFrames
 from sim.scene import SceneSpec

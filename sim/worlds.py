@@ -15,7 +15,7 @@ from typing import Any
 
 from common.registry import Registry
 from sim.builder import build_scene
-from sim.families.base import get_family
+from sim.families import get_family
 from sim.mujoco_episode import run_mujoco_episode
 from sim.mujoco_validity import ValidityConfig, check_mujoco_scene
 from sim.records import Episode, ValidityReport

@@ -40,7 +40,7 @@ from programs.factor_space import (
 from programs.model import GenerationProgram
 from sim.episode import Episode
 from sim.factors import EditValue, FactorDef
-from sim.families.base import get_family
+from sim.families import get_family
 
 PROMPT = "critic_diagnose"
 CriticKind = Literal["rules", "llm"]

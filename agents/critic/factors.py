@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from programs.factor_space import family_factors
 from sim.factors import FactorDef
-from sim.families.base import get_family
+from sim.families import get_family
 from sim.scene import SceneSpec
 
 LANGUAGE = ("template", "paraphrase")  # task-group factors that only reword the instruction

@@ -42,7 +42,7 @@ from agents.critic.factors import FactorReading
 from agents.critic.summary import FailureSummary
 from programs.factor_space import hard_side, kind_of
 from sim.builder import ROBOT_BASE
-from sim.families.base import get_family
+from sim.families import get_family
 
 OTHER = 0.3  # relevance of a kind the phase's row does not list (and of factors we know nothing about)
 BASE = 0.3  # score floor for a typical value: evidence alone can still name a factor

@@ -189,16 +189,3 @@ class TaskFamily(ABC):
 
 
 FAMILIES: Registry[type[TaskFamily]] = Registry("task family")
-
-
-def our_families() -> list[str]:
-    """The registered families whose scenes are our MuJoCo world."""
-    import sim.families  # noqa: F401  (registers the built-in families)
-
-    return [n for n in FAMILIES.names() if FAMILIES.get(n).world == "mujoco"]
-
-
-def get_family(name: str) -> type[TaskFamily]:
-    import sim.families  # noqa: F401  (registers the built-in families)
-
-    return FAMILIES.get(name)

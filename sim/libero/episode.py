@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.families.base import get_family
+from sim.families import get_family
 from sim.records import Episode, Policy, ValidityReport, make_observation
 from sim.scene import SceneSpec
 from sim.world import WorldState
