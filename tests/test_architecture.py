@@ -50,3 +50,84 @@ def test_nothing_imports_experiments():
 def test_readme_needs_nothing_outside_the_repository():
     text = (ROOT / "README.md").read_text()
     assert "../shared" not in text, "the README points outside the repository (a clone has no ../shared)"
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    p = ROOT / name.replace(".", "/")
+    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+
+def module_graph(package: str) -> dict[str, set[str]]:
+    """module → the modules of the same package it imports, module level or inside a function (a type-only
+    import under `if TYPE_CHECKING:` too), relative imports resolved; `from a import b` is an import of the
+    module `a.b` when there is one, else of `a`. A package's `__init__` is not an implicit edge: importing
+    `sim.a.b` runs `sim/a/__init__.py` first, which by itself closes no cycle."""
+    graph: dict[str, set[str]] = {}
+    for path in (ROOT / package).rglob("*.py"):
+        me = _module(path)
+        here = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+        deps = graph.setdefault(me, set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = here[: len(here) - node.level + 1]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                targets = [f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base for a in node.names]
+            else:
+                continue
+            for t in targets:
+                while t and not _is_module(t):
+                    t = t.rpartition(".")[0]
+                if t.split(".")[0] == package and t != me:
+                    deps.add(t)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while not comp or comp[-1] != v:
+                comp.append(stack.pop())
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_cycle_finder_sees_function_level_and_relative_imports():
+    graph = {"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": {"p.a"}, "p.d": {"p.a"}}
+    assert cycles(graph) == [["p.a", "p.b", "p.c"]]
+    sim = module_graph("sim")
+    assert "sim.render" in sim["sim.mujoco_episode"] and "sim.libero.episode" in sim["sim.worlds"]
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_no_import_cycle_inside_a_package(package):
+    found = cycles(module_graph(package))
+    assert not found, f"import cycles inside {package}: {found}"
