@@ -78,6 +78,12 @@ CASES = [
          "rounds >= 0"),
     Case("init_policy_missing", "agents.run",
          "--preset smoke --llm rules --init-policy {tmp}/p.pt --out {tmp}/r", 2, "no policy checkpoint"),
+    Case("init_policy_pickled", "agents.run",
+         "--preset smoke --llm rules --init-policy {tmp}/old.pt --out {tmp}/r", 2,
+         "convert it once with `python -m coda_policy.convert"),
+    Case("init_policy_not_a_checkpoint", "agents.run",
+         "--preset smoke --llm rules --init-policy {bin} --out {tmp}/r", 2,
+         "is not a .safetensors checkpoint"),
     Case("out_holds_a_run", "agents.run", "--preset smoke --llm rules --out {run}", 2, "--resume",
          unchanged=True),
     # agents.run --resume: nothing is rewritten unless everything can be read
@@ -89,8 +95,8 @@ CASES = [
          damage="config_garbage", unchanged=True),
     Case("resume_trace_truncated", "agents.run", "--resume --rounds 2 --out {run}", 2,
          "not a readable checkpoint database", damage="trace_truncated", unchanged=True),
-    Case("resume_policy_deleted", "agents.run", "--resume --rounds 2 --out {run}", 2, "policy/round_00.pt",
-         damage="policy_deleted", unchanged=True),
+    Case("resume_policy_deleted", "agents.run", "--resume --rounds 2 --out {run}", 2,
+         "policy/round_00.safetensors", damage="policy_deleted", unchanged=True),
     Case("resume_changes_method", "agents.run", "--resume --method scalar --out {run}", 2, "only --rounds",
          unchanged=True),
     # a run written when its method name meant another configuration (FINDINGS #28 made `coda` sparse)
@@ -120,9 +126,9 @@ CASES = [
     Case("table_workers_zero", "experiments.table.table1", "--preset smoke --workers 0", 2, "at least 1"),
     Case("table_ray_unreachable", "experiments.table.table1", "--preset smoke --ray-address 127.0.0.1:9", 2,
          "nothing answers there"),
-    # experiments.bootstrap_cost
-    Case("bootcost_preset_typo", "experiments.bootstrap_cost", "--preset timd", 2, "Did you mean"),
-    Case("bootcost_no_kept_bootstrap", "experiments.bootstrap_cost",
+    # studies.bootstrap_cost
+    Case("bootcost_preset_typo", "studies.bootstrap_cost", "--preset timd", 2, "Did you mean"),
+    Case("bootcost_no_kept_bootstrap", "studies.bootstrap_cost",
          "--preset smoke --seeds 0, --results {tmp}", 2, "no kept bootstrap for seed 0"),
 ]
 
@@ -138,7 +144,7 @@ def generate(rng, **factors):
 
 def make_run(root: Path) -> Path:
     """A real run directory after its bootstrap (smoke preset, the torch-free test trainer): config.json,
-    trace.sqlite with checkpoints, policy/round_00.pt."""
+    trace.sqlite with checkpoints, policy/round_00.safetensors."""
     from agents.graph.deps import open_deps
     from tests.agents.graphkit import config, run_graph
     from tests.fakes.trainer import FakeTrainer
@@ -171,7 +177,7 @@ def _damage(run: Path, how: str) -> None:
         cfg = json.loads((run / "config.json").read_text())
         (run / "config.json").write_text(json.dumps({**cfg, "method": "coda", "method_config": then}))
     elif how == "policy_deleted":
-        (run / "policy" / "round_00.pt").unlink()
+        (run / "policy" / "round_00.safetensors").unlink()
     elif how:
         raise ValueError(f"unknown damage {how!r}")
 
@@ -197,6 +203,7 @@ def prepare(case: Case, tmp: Path, make: Callable[[Path], Path] = make_run) -> P
     (tmp / "list.json").write_text("[1, 2, 3]")
     (tmp / "program.py").write_text(PROGRAM)
     (tmp / "blob.bin").write_bytes(bytes(range(256)) * 8)
+    (tmp / "old.pt").write_bytes(b"PK\x03\x04" + bytes(60))  # what torch.save wrote: a zip container
     run = None
     if "{run}" in case.args:
         run = make(tmp / "run")

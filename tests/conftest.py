@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+# the smoke table (`smoke_table`), one per session for every folder that reads it
+pytest_plugins = ("tests.smoke_table",)
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     gpu = [item for item in items if item.get_closest_marker("gpu")]

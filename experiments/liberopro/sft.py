@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from common.cli import worker_count
+
 
 def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_state: int, seed: int,
             log: Any = print, noise: float = 0.0, only: str | None = None) -> list[dict[str, Any]]:
@@ -109,20 +111,12 @@ def collect_parallel(suite: str, perturb: str, n_tasks: int | None, per_task: in
 
 
 def save_demos(episodes: list[dict[str, Any]], path: Path) -> Path:
-    """The demonstrations a policy was trained on, for later rounds to replay (`experiments.libero_coda
-    --replay`)."""
+    """The demonstrations a policy was trained on, kept beside it (`--collect-only` stops here)."""
     import pickle
 
     with open(path, "wb") as f:
         pickle.dump(episodes, f)
     return path
-
-
-def load_demos(path: Path) -> list[dict[str, Any]]:
-    import pickle
-
-    with open(path, "rb") as f:
-        return pickle.load(f)
 
 
 def chunks(episodes: list[dict[str, Any]], chunk: int) -> dict[str, Any]:
@@ -223,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="DART-style demonstrations: σ of the Gaussian noise added to the executed arm "
                          "actions (labels stay the expert's); 0 = plain demonstrations")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--workers", type=int, default=1,
+    ap.add_argument("--workers", type=worker_count, default=1,
                     help="processes collecting demonstrations (one task each)")
     ap.add_argument("--collect-only", action="store_true",
                     help="collect the demonstrations into OUT/demos.pkl and stop (no training)")

@@ -4,9 +4,10 @@ evaluation files, beside the numbers the CoDA paper reports (theirs, labelled as
     python -m experiments.liberopro.table                     # docs/results/libero/ → runs/results/
     python -m experiments.liberopro.table --out docs/results  # the committed docs/results/liberopro.*
 
-Each row names the files it comes from: `python -m experiments.liberopro ... --out FILE` evaluations,
-`python -m experiments.libero_coda` records (copied under `docs/results/libero/` when a round finishes;
-their `evaluation` holds one entry per perturbation), and a loop run's rounds (`python -m
+Each row names the files it comes from: `python -m experiments.liberopro ... --out FILE` evaluations, the
+records of the earlier standalone CoDA round on LIBERO (its driver was removed in issue #38, superseded by
+`agents.run --preset libero`; their `evaluation` holds one entry per perturbation), and a loop
+run's rounds (`python -m
 experiments.liberopro.run`, `docs/results/libero/loop/<run>/round<k>_<perturb>.json`: one row per round).
 A cell with no file is "–": not measured, never 0.
 """
@@ -41,13 +42,13 @@ ROWS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
      "107 noisy-execution expert demonstrations (FINDINGS #21)",
      ("sft_dart_libero_object.json", "sft_dart_libero_object_position.json",
       "sft_dart_libero_object_instruction.json", "sft_dart_libero_object_task.json")),
-    ("libero_object", "seed policy + 1 CoDA round", "`experiments.libero_coda` (FINDINGS #23)",
+    ("libero_object", "seed policy + 1 CoDA round", "the standalone CoDA round (FINDINGS #23)",
      ("coda_round1_libero_object.json",)),
     ("libero_object", "seed policy + 1 round on the tasks' own scenes", "the control: the same demonstration "
      "budget, no generated scene (`--arm original`)", ("original_round1_libero_object.json",)),
     ("libero_object", "SFT with the auxiliary target loss (the libero preset's bootstrap since FINDINGS #39)",
      "the loop's 300 seed demonstrations of `libero_s34` (eight layouts per task), 1,500 steps; "
-     "`experiments.libero_loop_sft --variants target`",
+     "`studies.libero_loop_sft --variants target`",
      ("loop/libero_s34/sft300_target_none.json", "loop/libero_s34/sft300_target_position.json",
       "loop/libero_s34/sft300_target_instruction.json", "loop/libero_s34/sft300_target_task.json")),
     ("libero_spatial", "scripted expert", "privileged state, no learning (`--policy expert`)",

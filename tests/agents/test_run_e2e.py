@@ -18,7 +18,7 @@ import pytest
 from agents.graph.deps import open_deps
 from agents.graph.rundir import read_json, read_metrics
 from agents.llm import CallLog, OpenAIConfig, ReplayConfig, make_llm
-from experiments.libero_round_dev import round_groups
+from studies.libero_round_dev import round_groups
 from tests.agents.graphkit import config, files, run_graph
 from tests.agents.test_malformed_llm import GOOD_DIAGNOSIS, CriticFromLLM
 from tests.fakes.openai_server import FakeOpenAIServer, tool_call_reply, tool_name
@@ -39,7 +39,7 @@ def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
     done = cli("-m", "agents.run", "--preset", "smoke", "--llm", "rules", "--rounds", "1", "--out", str(out))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for name in ("config.json", "metrics.jsonl", "report.html", "trace.sqlite", "memory/chroma.sqlite3",
-                 "memory/ledger.json", "policy/round_00.pt", "policy/round_01.pt",
+                 "memory/ledger.json", "policy/round_00.safetensors", "policy/round_01.safetensors",
                  "snapshots/round_01/memory"):
         assert (out / name).exists(), name
     for pattern in ("programs/round_00/gen_seed_*.py", "programs/round_00/train_seed_*.json",
@@ -76,11 +76,11 @@ def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
     bad = cli("-m", "agents.replay", str(out), "--fork", report_step, "--out", str(tmp_path / "bad"),
               "--set", "learn.nope=1")
     assert bad.returncode == 2 and "no field 'nope'" in bad.stderr and not (tmp_path / "bad").exists()
-    # a round's update can be redone from the checkpoints (experiments.libero_round_dev): the same episodes
+    # a round's update can be redone from the checkpoints (studies.libero_round_dev): the same episodes
     _, groups, start = round_groups(out, 1)
     trained_on = set(np.load(out / "policy" / "round_01.weights.npz")["episode"].tolist())
     assert {str(p.resolve().with_suffix(".npz")) for _, eps in groups for p in eps} == trained_on
-    assert start == out / "policy" / "round_00.pt"
+    assert start == out / "policy" / "round_00.safetensors"
     # ... and with learn.round_share the round's own demonstrations go in repeated, everything else once
     from agents.graph.nodes.learn import round_repeat
     from agents.replay import node_inputs
@@ -105,7 +105,7 @@ def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
     assert more.returncode == 0, more.stdout[-3000:] + more.stderr[-3000:]  # a finished run goes on
     assert [r["round"] for r in read_metrics(out / "metrics.jsonl")] == [0, 1, 2]
     assert json.loads((out / "config.json").read_text())["rounds"] == 2
-    assert (out / "policy/round_02.pt").exists()
+    assert (out / "policy/round_02.safetensors").exists()
 
 
 WRITER_ANSWERS = {

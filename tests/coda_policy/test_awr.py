@@ -27,7 +27,7 @@ from coda_policy.critic import ChunkCriticConfig
 from coda_policy.object_token.configuration_object_token import ObjectTokenConfig
 from coda_policy.registry import make_policy
 from coda_policy.sft import warmup_cosine
-from coda_policy.shaping import SHAPING_MODES, ShapingConfig, shape_episodes
+from coda_policy.shaping import ShapingConfig, shape_episodes
 from programs.seeds import seed_library
 from sim.episode import make_observation
 from tests.coda_policy.test_shaping import synthetic_episode
@@ -181,41 +181,3 @@ def test_qselect_picks_highest_q() -> None:
     best, q = sel.choose(collate([featurize(ep.states[0], ep.scene.instruction, ep.scene, policy.embedder)]))
     assert float(best.sum()) == pytest.approx(float(q.max()), rel=1e-5)
     np.testing.assert_allclose(act, best[: TINY.execute].numpy(), atol=1e-6)
-
-
-# ---- the round's small pure parts --------------------------------------------------------------------
-def test_select_scenes_keeps_failures_and_some_solved() -> None:
-    from coda_policy.aw_round import select_scenes
-
-    success = [True, False, True, True, False, True, False, True]
-    kept = select_scenes(success, 0.5, np.random.default_rng(0))
-    assert [i for i in kept if not success[i]] == [1, 4, 6]
-    assert sum(success[i] for i in kept) == 2 and len(set(kept)) == len(kept)
-    assert select_scenes([True, True], 0.5, np.random.default_rng(0)) in ([0], [1])  # at least one solved
-    assert select_scenes([False, False], 0.5, np.random.default_rng(0)) == [0, 1]
-
-
-def test_round_config_and_summary() -> None:
-    from coda_policy.aw_round import config_from_args, summarise
-    from common.registry import UnknownNameError
-
-    cfg = config_from_args(["--preset", "smoke", "--mode", "sparse,frozen_actor", "--seeds", "0,1",
-                            "--awr-steps", "7", "--beta", "0.5"])
-    assert cfg.modes == ("sparse", "frozen_actor") and cfg.seeds == (0, 1)
-    assert cfg.awr.steps == 7 and cfg.shaping.beta == 0.5
-    assert config_from_args(["--preset", "smoke", "--mode", "all"]).modes == SHAPING_MODES
-    with pytest.raises(ValueError, match="unknown mode"):
-        config_from_args(["--preset", "smoke", "--mode", "sparce"])
-    with pytest.raises(UnknownNameError):
-        config_from_args(["--preset", "smok"])
-    per_seed = {0: {"before": 0.5, "before_other": 1.0,
-                    "modes": {"sparse": {"after": 0.6, "after_other": 0.9},
-                              "frozen_actor": {"after": 0.5, "after_other": 1.0}}},
-                1: {"before": 0.7, "before_other": 0.8,
-                    "modes": {"sparse": {"after": 0.6, "after_other": 0.7},
-                              "frozen_actor": {"after": 0.8, "after_other": 1.0}}}}
-    s = summarise(cfg, per_seed)
-    assert s["before"]["mean"] == pytest.approx(0.6) and s["sparse"]["delta_mean"] == pytest.approx(0.0)
-    assert s["frozen_actor"]["per_seed"] == [0.5, 0.8]
-    assert s["before"]["other"]["mean"] == pytest.approx(0.9)
-    assert s["sparse"]["other"]["mean"] == pytest.approx(0.8)

@@ -26,7 +26,8 @@ def test_no_command_takes_a_space_separated_list() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    packages = ("agents", "experiments", "coda_policy", "sim", "programs", "memory", "sandbox", "common")
+    packages = ("agents", "experiments", "studies", "bench", "coda_policy", "sim", "programs", "memory",
+                "sandbox", "common")
     offenders = [str(p.relative_to(root)) for pkg in packages
                  for p in (root / pkg).rglob("*.py") if "nargs=" in p.read_text()]
     assert not offenders, offenders

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
@@ -31,11 +33,50 @@ def _starts(spec, seed: int) -> tuple[np.ndarray, tuple[str, ...]]:
             env.close()
 
 
-def test_the_task_table_is_what_the_package_says_and_holds_out_libero_pros_swap_partner():
-    from experiments.libero_coda import layouts
+@dataclass(frozen=True)
+class _Layout:
+    """One task's position factor as LIBERO's files give it: the object of interest, the objects it may swap
+    with (partner → the region it starts in) and the partner LIBERO-Pro's `_swap` file uses (held out)."""
 
+    task: str
+    instruction: str
+    subject: str
+    partners: dict[str, str]
+    held_out: str | None
+
+
+def _layouts(suite: str) -> list[_Layout]:
+    """Every task of the original suite whose goal's object of interest starts on a placement region;
+    partners are the other objects starting on placement regions, minus the goal's container and the one
+    LIBERO-Pro's position file swaps it with — what the family's task table was computed from."""
+    from experiments.liberopro.evaluate import tasks
+    from sim.libero.scene import LiberoScene
+
+    pro = {t.name: t for t in tasks(suite, "position")}
+    out = []
+    for t in tasks(suite):
+        scene = LiberoScene.from_bddl(t.bddl)
+        goal = scene.goal[0] if scene.goal else ()
+        subject = goal[1] if len(goal) >= 2 else None
+        named = {x for atom in scene.goal for x in atom[1:]}
+        starts = {a[1]: a[2] for a in scene.init if a[0] == "on"}
+        if subject not in starts or not scene.region(starts[subject]).ranges:
+            continue
+        partners = {o: r for o, r in starts.items() if o != subject and scene.region(r).ranges
+                    and o not in named and not any(n.startswith(o + "_") for n in named)}
+        held = None
+        if t.name in pro:
+            moved_to = LiberoScene.from_bddl(pro[t.name].bddl).start_region(subject).full_name
+            held = next((o for o, r in partners.items() if r == moved_to), None)
+        partners = {o: r for o, r in partners.items() if o != held}
+        out.append(_Layout(task=t.name, instruction=t.instruction, subject=subject, partners=partners,
+                           held_out=held))
+    return out
+
+
+def test_the_task_table_is_what_the_package_says_and_holds_out_libero_pros_swap_partner():
     table = {v[0]: v for v in FAM.builder.TASKS.values()}
-    found = {lay.task: lay for lay in layouts("libero_object")}
+    found = {lay.task: lay for lay in _layouts("libero_object")}
     assert set(table) == set(found) and len(table) == 10
     assert FAM.factor("task").choices == tuple(FAM.builder.TASKS)  # the literal schema names every task
     for task, (_, subject, words, partners) in table.items():

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from experiments.critic_rank import auc, recorded, table
+from studies.critic_rank import auc, recorded, table
 
 
 def test_auc_is_the_probability_a_success_chunk_ranks_above_a_failure_chunk() -> None:

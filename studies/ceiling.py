@@ -1,7 +1,8 @@
-"""How far can a generator move the policy at Table 1's budget? An oracle measurement outside the loop.
+"""Answers FINDINGS #5 (and #11's `mixed` draws). How far can a generator move the policy at Table 1's budget?
+An oracle measurement outside the loop.
 
-    python -m experiments.ceiling             # id, mixed, ood at budgets 6 and 24, with/without replay
-    python -m experiments.ceiling --sources ood --budgets 6 --seeds 1
+    python -m studies.ceiling             # id, mixed, ood at budgets 6 and 24, with/without replay
+    python -m studies.ceiling --sources ood --budgets 6 --seeds 1
 
 Every method of Table 1 differs only in which scenes it trains on. This asks what the best possible choice
 would give: start from a seed's shared bootstrap policy (the one every Table 1 cell starts from) and
@@ -18,7 +19,8 @@ fine-tunes on every demonstration so far (the bootstrap's and each round's) inst
 Success is measured on the frozen suites like every Table 1 cell. If the oracle at Table 1's budget cannot
 lift OOD success much above the `sft` row, no generator can, and Table 1's margins at that budget measure
 noise; the budget at which it can says what the table needs. Each (source, budget, replay, seed) lands in
-`docs/results/findings/ceiling/` as it finishes (a killed run resumes), and `ceiling.md` is rebuilt from
+`<results>/ceiling/` (default runs/results/findings; the committed ones: `--results docs/results/findings`)
+as it finishes (a killed run resumes), and `ceiling.md` is rebuilt from
 them.
 """
 
@@ -37,12 +39,12 @@ import numpy as np
 from experiments.table import suites as frozen
 from experiments.table.cells import cell_config, evaluate, shared_bootstrap
 from experiments.table.presets import TABLES
-from experiments.table.record import ROOT, provenance, sha256
+from experiments.table.record import ROOT, RUNS_RESULTS, provenance, sha256
 from experiments.table.stats import mean_se
 
 SOURCES = ("id", "mixed", "ood")
 CEILING_SEED = 8_200_000  # the oracle's training scenes: disjoint from the suites' and the loop's seeds
-RESULTS = ROOT / "docs" / "results" / "findings"
+RESULTS = RUNS_RESULTS / "findings"  # the committed records: --results docs/results/findings
 
 
 def draw(family: str, source: str, round_no: int, i: int, attempt: int) -> Any:
@@ -103,7 +105,7 @@ def run_one(source: str, budget: int, seed: int, *, replay: bool, out: Path, boo
     preset = TABLES.get("default")
     cfg = cell_config(preset, "sft", seed, "rules", 2)
     boot_run = shared_bootstrap(preset, seed, "rules", 2, boot_out)
-    boot = boot_run / "policy" / "round_00.pt"
+    boot = boot_run / "policy" / "round_00.safetensors"
     seen = sorted((boot_run / "episodes" / "round_00").glob("demo_*.npz")) if replay else []
     t0 = time.perf_counter()
     trainer, policy = PolicyTrainer(cfg.learn, seed=seed), boot
@@ -111,7 +113,7 @@ def run_one(source: str, budget: int, seed: int, *, replay: bool, out: Path, boo
     work.mkdir(parents=True, exist_ok=True)
     for r in range(1, cfg.rounds + 1):
         eps = demos(cfg.families, source, r, budget, out / "demos" / source, pool)
-        nxt = work / f"round_{r:02d}.pt"
+        nxt = work / f"round_{r:02d}.safetensors"
         seen += eps
         trainer.finetune(policy, seen if replay else eps, nxt)
         policy = nxt
@@ -170,7 +172,7 @@ def _cell(source: str, budget: int, replay: bool, seed: int, a: argparse.Namespa
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.ceiling", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m studies.ceiling", description=__doc__.split("\n\n")[0])
     ap.add_argument("--sources", default=",".join(SOURCES), help=f"comma-separated, of {', '.join(SOURCES)}")
     ap.add_argument("--budgets", default="6,24", help="scenes per family per round, comma-separated")
     ap.add_argument("--replay", default="no,yes",
@@ -180,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "ceiling", help="demos and policies")
     ap.add_argument("--bootstraps", type=Path, default=ROOT / "runs" / "table1_default",
                     help="Table 1's run directories, whose shared bootstraps are reused (made if missing)")
-    ap.add_argument("--results", type=Path, default=RESULTS, help="where ceiling/ and ceiling.md go")
+    ap.add_argument("--results", type=Path, default=RESULTS,
+                    help="where ceiling/ and ceiling.md go (default runs/results/findings)")
     a = ap.parse_args(argv)
     try:
         sources = [s.strip() for s in a.sources.split(",") if s.strip()]
@@ -201,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     from sim.pool import EpisodePool
 
     given = argv if argv is not None else sys.argv[1:]
-    command = ("python -m experiments.ceiling " + " ".join(given)).strip()
+    command = ("python -m studies.ceiling " + " ".join(given)).strip()
     per_split = TABLES.get("default").per_split
     (a.results / "ceiling").mkdir(parents=True, exist_ok=True)
     with EpisodePool(2) as pool:

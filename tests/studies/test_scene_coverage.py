@@ -1,4 +1,4 @@
-"""What a cell trained on (`experiments.scene_coverage`): out-of-distribution factors, conditions, depth."""
+"""What a cell trained on (`studies.scene_coverage`): out-of-distribution factors, conditions, depth."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.scene_coverage import depth, main, ood_side
 from sim.factors import FactorDef
+from studies.scene_coverage import depth, main, ood_side
 
 
 def test_a_value_is_placed_by_its_side_and_depth_in_the_ood_shell() -> None:

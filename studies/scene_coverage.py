@@ -1,8 +1,8 @@
-"""What each cell trained on: how far out of distribution its training scenes were, and how many distinct
-out-of-distribution conditions they covered — read from the cells' run directories, set beside the cells'
-frozen-suite results.
+"""Answers FINDINGS #26. What each cell trained on: how far out of distribution its training scenes were, and
+how many distinct out-of-distribution conditions they covered — read from the cells' run directories, set
+beside the cells' frozen-suite results.
 
-    python -m experiments.scene_coverage --runs runs/table1_default \
+    python -m studies.scene_coverage --runs runs/table1_default \
         --out docs/results/findings/scene_coverage.json
 
 For every cell (a run directory with a record `<method>_seed<k>.json` in a `--records` folder) and every
@@ -125,7 +125,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.scene_coverage",
+    ap = argparse.ArgumentParser(prog="python -m studies.scene_coverage",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=Path, required=True, help="a table's run folder (cells as subfolders)")
     ap.add_argument("--records", default=RECORDS,

@@ -1,10 +1,10 @@
-"""`experiments.libero_approach` without LIBERO episodes: what it refuses, and which scenes it uses."""
+"""`studies.libero_approach` without LIBERO episodes: what it refuses, and which scenes it uses."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments import libero_approach, libero_loop_sft
+from studies import libero_approach, libero_loop_sft
 
 
 def test_bad_arguments_are_clear_errors(tmp_path, capsys):

@@ -1,6 +1,7 @@
-"""One advantage-weighted round on top of an SFT checkpoint, measured before/after on held scenes.
+"""Answers FINDINGS #9 (and the weighted update's step size, `awr_lr`). One advantage-weighted round on top of
+an SFT checkpoint, measured before/after on held scenes.
 
-`python -m coda_policy.aw_round --preset default --name sft_pick_place [--mode text2potential,sparse]`
+`python -m studies.aw_round --preset default --name sft_pick_place [--mode text2potential,sparse]`
 
 Per seed: roll the SFT policy out on sampled scenes, keep those it fails (plus some it solves), collect
 more rollouts (other sampling seeds) and expert demonstrations there, shape chunk returns per mode
@@ -396,7 +397,7 @@ def run(cfg: AWRoundConfig, console: Any = None) -> dict[str, Any]:
 
 
 def config_from_args(argv: list[str] | None = None) -> AWRoundConfig:
-    p = argparse.ArgumentParser(prog="python -m coda_policy.aw_round", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m studies.aw_round", description=__doc__.splitlines()[0])
     p.add_argument("--preset", default="default", help=f"one of {PRESETS.names()}")
     p.add_argument("--mode", help="comma-separated shaping modes ('all' = every one): "
                    + ", ".join(SHAPING_MODES))

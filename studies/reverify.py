@@ -1,15 +1,15 @@
-"""Verify a finished run's recorded diagnoses again under another verification rule, beside the verdicts
-the run recorded.
+"""Answers FINDINGS #16. Verify a finished run's recorded diagnoses again under another verification rule,
+beside the verdicts the run recorded.
 
-    python -m experiments.reverify RUN_DIR --round 1 --control moveback
-    python -m experiments.reverify RUN_DIR --round 1 --count named --out FILE
+    python -m studies.reverify RUN_DIR --round 1 --control moveback
+    python -m studies.reverify RUN_DIR --round 1 --count named --out FILE
 
 Each diagnosis file of the round (`diagnoses/round_XX/*.json`) is verified as the loop's `verify` node
 did — on the family's seed program with the diagnosis's context held, with the policy the round started
-from (`policy/round_{r-1}.pt`), `--n` episodes per batch (default: the run's `verify_n`), the run's α —
-except for what the flags change: the control batch (`--control other|moveback`) and which failures count
-(`--count any|named`). Nothing is written into the run. Seeds are the loop's per diagnosis, so the
-targeted batch is the one the run drew when the rule for it did not change.
+from (`policy/round_{r-1}.safetensors`), `--n` episodes per batch (default: the run's `verify_n`), the
+run's α — except for what the flags change: the control batch (`--control other|moveback`) and which
+failures count (`--count any|named`). Nothing is written into the run. Seeds are the loop's per diagnosis,
+so the targeted batch is the one the run drew when the rule for it did not change.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from common.cli import worker_count
 
 
 def reverify(run: Path, round_no: int, *, control: str, count: str, n: int | None, workers: int,
@@ -40,7 +42,7 @@ def reverify(run: Path, round_no: int, *, control: str, count: str, n: int | Non
     files = sorted((run / "diagnoses" / f"round_{round_no:02d}").glob("*.json"))
     if not files:
         raise FileNotFoundError(f"{run} has no diagnoses for round {round_no}")
-    policy = run / "policy" / f"round_{round_no - 1:02d}.pt"
+    policy = run / "policy" / f"round_{round_no - 1:02d}.safetensors"
     n = n or cfg.verify_n
     config = loop_config(cfg.verify, cfg.critic, alpha=cfg.verify_alpha, n=n, count=count, control=control)
     rows = []
@@ -76,13 +78,13 @@ def _rates(r: list[float | None]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.reverify", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m studies.reverify", description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="a run directory whose round has diagnosis files")
     ap.add_argument("--round", type=int, default=1, help="the round whose diagnoses to verify (>= 1)")
     ap.add_argument("--control", choices=("other", "moveback"), default="moveback")
     ap.add_argument("--count", choices=("any", "named"), default="any")
     ap.add_argument("--n", type=int, help="episodes per batch (default: the run's verify_n)")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=worker_count, default=2)
     ap.add_argument("--out", type=Path, help="write the rows as JSON here")
     a = ap.parse_args(argv)
     if a.round < 1 or (a.n is not None and a.n < 1):

@@ -1,8 +1,9 @@
-"""Does the loop's LIBERO policy learn which item the words name when its demonstrations show each item in
-more places? Development scenes only — never the protocol's suites (FINDINGS #35: the `--preset libero`
-policy learned the two places an item starts in, own and its first swap partner's, not the item).
+"""Answers FINDINGS #36, #37 and #38. Does the loop's LIBERO policy learn which item the words name when its
+demonstrations show each item in more places? Development scenes only — never the protocol's suites (FINDINGS
+#35: the `--preset libero` policy learned the two places an item starts in, own and its first swap partner's,
+not the item).
 
-    python -m experiments.libero_layouts --run runs/libero_s31 --out runs/libero_layouts --workers 2
+    python -m studies.libero_layouts --run runs/libero_s31 --out runs/libero_layouts --workers 2
 
 Two arms, the same number of demonstrations and the same SFT (the libero preset's bootstrap without its
 auxiliary target loss, as FINDINGS #36-#38 ran it):
@@ -33,6 +34,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from common.cli import worker_count
+
 FAMILY = "libero_object"
 NEW_STARTS = ("swap2", "swap3")
 EVAL_STARTS = ("own", "swap4")
@@ -43,7 +46,7 @@ MIXED_SEED0 = 87_000  # the `mixed` arm's demonstrations
 # the family's in-distribution layouts, as the loop's seed scenes draw them (start × shift × wording)
 MIXED = tuple({"spatial": {"start": start, "shift": shift}, "task": {"wording": wording}}
               for start in ("own", "swap1") for shift in ("none", "plus_y") for wording in ("bddl", "put"))
-DEV_SEED0 = 90_000  # as experiments.libero_loop_sft
+DEV_SEED0 = 90_000  # as studies.libero_loop_sft
 
 
 def layout_name(layout: dict[str, dict[str, str]]) -> str:
@@ -118,7 +121,7 @@ def dart_only(run: Path, n: int) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.libero_layouts",
+    ap = argparse.ArgumentParser(prog="python -m studies.libero_layouts",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
     ap.add_argument("--demos", type=int, default=100, help="demonstrations per arm (the preset's 100)")
@@ -128,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arms", default=None,
                     help="comma-separated, of two, two_dart, four, own, mixed (default: two,four, and own "
                          "with --own-arm)")
-    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--workers", type=worker_count, default=1)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     if a.demos < 2 or a.per_task < 1 or a.workers < 1:
@@ -139,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         wanted = [x.strip() for x in a.arms.split(",") if x.strip()]
     if not wanted or any(x not in ARMS for x in wanted):
         ap.error(f"--arms {a.arms}: choose from {', '.join(ARMS)}")
-    from experiments.libero_loop_sft import dev_episode, scored, seed_demos
+    from studies.libero_loop_sft import dev_episode, scored, seed_demos
 
     try:
         cfg = json.loads((a.run / "config.json").read_text())
@@ -181,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     trainer = PolicyTrainer(dataclasses.replace(learn, policy=plain))
     done = json.loads((a.out / "results.json").read_text()) if (a.out / "results.json").exists() else {}
     for arm, demos in arms.items():
-        path = a.out / f"{arm}.pt"
+        path = a.out / f"{arm}.safetensors"
         n_eval = len(TASKS) * len(EVAL_STARTS) * a.per_task
         if arm in done and path.exists() and done[arm]["episodes"] == n_eval:
             results[arm] = done[arm]  # trained and scored by an earlier run of the same command

@@ -1,14 +1,14 @@
 """The oracle ceiling: its training scenes come from the source it names, with seeds disjoint from the
 frozen suites'; the table's arithmetic; bad input is refused before any work. The measurement itself
-(minutes per cell) is `python -m experiments.ceiling`, whose results are committed under
+(minutes per cell) is `python -m studies.ceiling`, whose results are committed under
 docs/results/findings/."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments import ceiling
 from experiments.table import suites as frozen
+from studies import ceiling
 
 
 def _outside(family: str, spec) -> list[str]:

@@ -1,9 +1,10 @@
-"""The loop's LIBERO bootstrap, varied: SFT on a `--preset libero` run's seed demonstrations with one setting
-changed, each policy scored on development scenes of the run's family — scenes of the loop's own kind
-(LIBERO-sampled starts, own or swapped, either seen wording), from seeds no run or suite uses. Never the
-protocol's suites: a choice made here must not be made on the numbers it is reported with.
+"""Answers FINDINGS #35, #36 and #39. The loop's LIBERO bootstrap, varied: SFT on a `--preset libero` run's
+seed demonstrations with one setting changed, each policy scored on development scenes of the run's family —
+scenes of the loop's own kind (LIBERO-sampled starts, own or swapped, either seen wording), from seeds no run
+or suite uses. Never the protocol's suites: a choice made here must not be made on the numbers it is reported
+with.
 
-    python -m experiments.libero_loop_sft --run runs/libero_s31 --variants plain,ema,grounding \
+    python -m studies.libero_loop_sft --run runs/libero_s31 --variants plain,ema,grounding \
         --out runs/libero_ab
 
 Variants: `plain` (the preset's SFT without the auxiliary target loss, as the loop ran it through FINDINGS
@@ -25,6 +26,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from common.cli import worker_count
 
 VARIANTS = ("plain", "ema", "grounding", "target", "standalone")
 TARGET_LOSS = 1.0  # the `target` variant's auxiliary loss weight (one value, not tuned)
@@ -112,7 +115,7 @@ def scored(eps: list[dict[str, Any]], trained: dict[str, Any]) -> dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.libero_loop_sft",
+    ap = argparse.ArgumentParser(prog="python -m studies.libero_loop_sft",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
     ap.add_argument("--variants", default=",".join(VARIANTS),
@@ -122,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--demos-from", type=Path, default=None,
                     help="train on this directory's demo_*.npz instead of the run's seed demonstrations")
     ap.add_argument("--scenes", type=int, default=20, help=f"development scenes, seeds {DEV_SEED0}, ...")
-    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--workers", type=worker_count, default=1)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     variants = [v.strip() for v in a.variants.split(",") if v.strip()]
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                                "demos_from": str(a.demos_from or a.run / "episodes" / "round_00"),
                                "dev_seeds": [DEV_SEED0, DEV_SEED0 + a.scenes]}
     for v in variants:
-        path = a.out / f"{v}.pt"
+        path = a.out / f"{v}.safetensors"
         trained = train_variant(v, demos, path) if not path.exists() else {"loaded": str(path)}
         jobs = [(str(path), cfg["families"][0], DEV_SEED0 + i, cfg["rollout_max_steps"])
                 for i in range(a.scenes)]

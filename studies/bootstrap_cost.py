@@ -1,6 +1,6 @@
-"""What a table's bootstrap SFT costs, measured by running it again from nothing.
+"""Answers FINDINGS #34. What a table's bootstrap SFT costs, measured by running it again from nothing.
 
-    python -m experiments.bootstrap_cost --preset timed --seeds 3 --out runs/bootstrap_cost --commit
+    python -m studies.bootstrap_cost --preset timed --seeds 3 --out runs/bootstrap_cost --commit
 
 A table whose cells start from kept bootstraps (the `timed` preset: Table 1's `default` cells again, from
 the policies committed under `docs/results/table1/bootstrap/`) never pays for them, so its compute line
@@ -23,11 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common.cli import seed_list
+from coda_policy.pretrained import canonical_sha256
+from common.cli import seed_list, worker_count
 from experiments.table import suites as frozen
 from experiments.table.cells import boot_home, bootstrap_cell, children_cpu_s, evaluate_cell, run_cell
 from experiments.table.presets import TABLES
-from experiments.table.record import ROOT, commit_files, provenance, sha256, table_files
+from experiments.table.record import ROOT, commit_files, provenance, results_dir, sha256, table_files
 from experiments.table.stats import BOOTSTRAP_COST
 from experiments.table.table1 import write_table
 
@@ -64,10 +65,11 @@ def measure(preset_name: str, seed: int, *, workers: int, out: Path, results: Pa
     t1, cpu1 = time.perf_counter(), children_cpu_s()
     # an evaluation cache of this run's own: the table's would answer for a policy equal to the kept one
     evals = evaluate_cell(cfg, run, preset, pool, shared=out / "_eval_cache")["round_00"]
-    new_sha = sha256(run / "policy" / "round_00.pt")
+    new_sha = sha256(run / "policy" / "round_00.safetensors")
     rec = {"seed": seed, "wall_s": round(t1 - t0, 1), "run_cpu_s": round(cpu1 - cpu0, 1),
            "eval_s": round(time.perf_counter() - t1, 1), "bootstrap_sha256": new_sha,
-           "kept_sha256": kept["bootstrap_sha256"], "same_policy": new_sha == kept["bootstrap_sha256"],
+           "kept_sha256": kept["bootstrap_sha256"],
+           "same_policy": new_sha == canonical_sha256(kept["bootstrap_sha256"]),
            "avg_ood": _avg_ood(evals),
            "kept_avg_ood": _avg_ood({f: {"ood": kept["ood"][f]} for f in kept["ood"]}),
            "kept_commit": kept.get("code_commit"), "code_commit": provenance("")["commit"]}
@@ -79,21 +81,24 @@ def measure(preset_name: str, seed: int, *, workers: int, out: Path, results: Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.bootstrap_cost",
+    ap = argparse.ArgumentParser(prog="python -m studies.bootstrap_cost",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="timed", help=f"the table: one of {', '.join(TABLES.names())}")
     ap.add_argument("--seeds", type=seed_list, help="N: seeds 0..N-1; or a comma-separated list (default: "
                     "the preset's seeds)")
-    ap.add_argument("--workers", type=int, default=2, help="episode-pool workers")
+    ap.add_argument("--workers", type=worker_count, default=2, help="episode-pool workers")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "bootstrap_cost", help="the runs")
-    ap.add_argument("--results", type=Path, default=ROOT / "docs" / "results", help="where the records go")
-    ap.add_argument("--commit", action="store_true", help="git-commit each record and the rebuilt table")
+    ap.add_argument("--results", type=Path, help="the table's results, where the records go (default "
+                    "runs/results; docs/results: the committed table)")
+    ap.add_argument("--commit", action="store_true",
+                    help="git-commit each record and the rebuilt table (needs --results)")
     a = ap.parse_args(argv)
     try:
         preset = TABLES.get(a.preset)
         frozen.manifest()
         if a.workers < 1:
             raise ValueError("--workers must be at least 1")
+        a.results = results_dir(a.results, a.commit)
         seeds = a.seeds if a.seeds is not None else list(range(preset.seeds))
         for seed in seeds:
             kept_record(a.preset, seed, a.results)

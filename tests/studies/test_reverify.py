@@ -1,4 +1,4 @@
-"""`experiments.reverify` on the smoke table's CoDA cell: the loop's own rule reproduces every recorded
+"""`studies.reverify` on the smoke table's CoDA cell: the loop's own rule reproduces every recorded
 verdict; another rule gives verdicts for the same diagnoses; bad input is refused with a message."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import reverify
+from studies import reverify
 
 
 def test_the_loops_rule_reproduces_the_recorded_verdicts_and_another_rule_runs(smoke_table) -> None:

@@ -1,8 +1,9 @@
-"""Does the weighted update's critic rank a round's own rollouts by their outcome? Re-fit on finished cells.
+"""Answers FINDINGS #25 and #26. Does the weighted update's critic rank a round's own rollouts by their
+outcome? Re-fit on finished cells.
 
-    python -m experiments.critic_rank --runs runs/table1_default/coda_seed3,runs/table1_default/coda_seed4
-    python -m experiments.critic_rank --runs RUN --rounds 2 --variants program,per_stage,sparse --out F.json
-    python -m experiments.critic_rank --recorded --runs RUN1,RUN2   # what the loop's updates recorded
+    python -m studies.critic_rank --runs runs/table1_default/coda_seed3,runs/table1_default/coda_seed4
+    python -m studies.critic_rank --runs RUN --rounds 2 --variants program,per_stage,sparse --out F.json
+    python -m studies.critic_rank --recorded --runs RUN1,RUN2   # what the loop's updates recorded
 
 For every listed run (a finished `agents.run` directory of a weighted-update method) and round, the inputs of
 that round's `train` node are read back from its checkpoint — the same groups of episodes and training
@@ -152,7 +153,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.critic_rank",
+    ap = argparse.ArgumentParser(prog="python -m studies.critic_rank",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=comma_list(Path), required=True, help="comma-separated run directories")
     ap.add_argument("--rounds", type=comma_list(int), default=[1, 2], help="comma-separated rounds (1,2)")
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += got
             if a.out:
                 a.out.parent.mkdir(parents=True, exist_ok=True)
-                a.out.write_text(json.dumps({"command": "python -m experiments.critic_rank "
+                a.out.write_text(json.dumps({"command": "python -m studies.critic_rank "
                                              + " ".join(argv if argv is not None else sys.argv[1:]),
                                              "rows": rows}, indent=1) + "\n")
     print(table(rows))

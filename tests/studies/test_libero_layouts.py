@@ -1,4 +1,4 @@
-"""`experiments.libero_layouts` without LIBERO episodes: which scenes it would collect in, what it refuses."""
+"""`studies.libero_layouts` without LIBERO episodes: which scenes it would collect in, what it refuses."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from experiments import libero_layouts
+from studies import libero_layouts
 
 
 def test_bad_arguments_and_runs_are_clear_errors(tmp_path, capsys):

@@ -1,11 +1,11 @@
-"""The pieces of `experiments.critic_replay` that decide what it measures: which failures it takes, which
+"""The pieces of `studies.critic_replay` that decide what it measures: which failures it takes, which
 arm a scene came from, and when a variant arm's planted factor counts as the known cause."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.critic_replay import _FAMILIES, _arm, pick_failures, planted_cause
+from studies.critic_replay import _FAMILIES, _arm, pick_failures, planted_cause
 
 
 def _row(family: str, arm: str, success: bool, **factors: object) -> dict:

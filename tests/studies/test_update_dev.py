@@ -1,4 +1,4 @@
-"""experiments.update_dev: every update it compares is a valid trainer configuration named against the
+"""studies.update_dev: every update it compares is a valid trainer configuration named against the
 earlier weighted update, its table reads the records, and bad input is refused before any work. (Running it
 trains and evaluates policies for minutes per update: its figures are in docs/results/findings/.)"""
 
@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from agents.config import WEIGHTED_UPDATE_BEFORE, LearnConfig
-from experiments import update_dev
+from studies import update_dev
 
 
 def test_every_update_is_the_earlier_one_with_its_own_changes() -> None:

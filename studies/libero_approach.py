@@ -1,9 +1,9 @@
-"""Where a LIBERO-Object policy goes: for development scenes of the loop's family (those of
-`experiments.libero_loop_sft`, seeds 90,000 + k), the object the end effector came nearest to, beside
-the item the words name and the item's first swap partner (whose region the item starts in under
-`start=swap1`). Never the protocol's suites.
+"""Answers FINDINGS #39. Where a LIBERO-Object policy goes: for development scenes of the loop's family (those
+of `studies.libero_loop_sft`, seeds 90,000 + k), the object the end effector came nearest to, beside the item
+the words name and the item's first swap partner (whose region the item starts in under `start=swap1`). Never
+the protocol's suites.
 
-    python -m experiments.libero_approach --policy runs/libero_ab_s34/plain.pt --start own --scenes 20
+    python -m studies.libero_approach --policy runs/libero_ab_s34/plain.safetensors --start own --scenes 20
 
 A policy that learned where items usually start, not which item the words name, goes to the partner's
 region in own-start scenes (FINDINGS #39). Prints one row per scene and writes `--out` (JSON) when given.
@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from experiments.libero_loop_sft import DEV_SEED0
+from common.cli import worker_count
+from studies.libero_loop_sft import DEV_SEED0
 
 FAMILY = "libero_object"
 
@@ -45,14 +46,14 @@ def approach(args: tuple[str, int, int]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.libero_approach",
+    ap = argparse.ArgumentParser(prog="python -m studies.libero_approach",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("--policy", type=Path, required=True, help="a saved object-token policy (.pt)")
+    ap.add_argument("--policy", type=Path, required=True, help="a saved object-token policy (.safetensors)")
     ap.add_argument("--scenes", type=int, default=20, help=f"development scenes, seeds {DEV_SEED0}, ...")
     ap.add_argument("--start", choices=("own", "swap1", "any"), default="any",
                     help="keep only the scenes whose item starts there")
     ap.add_argument("--max-steps", type=int, default=280)
-    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--workers", type=worker_count, default=1)
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
     if a.scenes < 1 or a.workers < 1:

@@ -1,4 +1,4 @@
-"""`experiments.libero_round_dev` without LIBERO episodes: what it refuses, and the clear error for a
+"""`studies.libero_round_dev` without LIBERO episodes: what it refuses, and the clear error for a
 directory that is not a run (that a round's update is redone on exactly the run's episodes is checked on
 a real run in `tests/agents/test_run_e2e.py`)."""
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from experiments import libero_round_dev
+from studies import libero_round_dev
 
 
 @pytest.mark.parametrize("args, says", [

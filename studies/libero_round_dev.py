@@ -1,13 +1,13 @@
-"""The LIBERO loop's round update, redone at other step sizes: the advantage-weighted update of one round of a
-`--preset libero` run, repeated from the run's own files (the policy the round started from, and the round's
-rollouts, demonstrations and training programs as its checkpoint recorded them) with `learn.awr_lr`,
-`learn.awr_steps` and `learn.round_share` varied, each policy scored on development scenes of the run's
-family beside the policy the round started from.
+"""Answers FINDINGS #41 and #42. The LIBERO loop's round update, redone at other step sizes: the
+advantage-weighted update of one round of a `--preset libero` run, repeated from the run's own files (the
+policy the round started from, and the round's rollouts, demonstrations and training programs as its
+checkpoint recorded them) with `learn.awr_lr`, `learn.awr_steps` and `learn.round_share` varied, each policy
+scored on development scenes of the run's family beside the policy the round started from.
 
-    python -m experiments.libero_round_dev --run runs/libero_s37 --rounds 1 --lrs 1e-3,3e-4,1e-4,3e-5 \
+    python -m studies.libero_round_dev --run runs/libero_s37 --rounds 1 --lrs 1e-3,3e-4,1e-4,3e-5 \
         --scenes 40 --workers 2 --out runs/libero_round_dev
 
-Development scenes are `experiments.libero_loop_sft`'s (seeds 90,000 on, which no run, suite or generator
+Development scenes are `studies.libero_loop_sft`'s (seeds 90,000 on, which no run, suite or generator
 draws): half in distribution, half with the family's factors out of distribution (`sample_scene(ood=True)`),
 the same scenes and sampling seed for every policy. Never the protocol's suites: the preset's step size is
 chosen here, not on the numbers it is reported with.
@@ -27,8 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common.cli import UsageError, comma_list
-from experiments.libero_loop_sft import DEV_SEED0, act, scored
+from common.cli import UsageError, comma_list, worker_count
+from studies.libero_loop_sft import DEV_SEED0, act, scored
 
 
 def round_groups(run: Path, round_no: int, round_share: float | None = None
@@ -65,7 +65,7 @@ def score(eps: list[dict[str, Any]], trained: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.libero_round_dev",
+    ap = argparse.ArgumentParser(prog="python -m studies.libero_round_dev",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
     ap.add_argument("--rounds", type=comma_list(int), default=[1], help="rounds whose update to redo (1,2)")
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"development scenes, seeds {DEV_SEED0}, ...: the first half in distribution")
     ap.add_argument("--also", type=comma_list(Path), default=[],
                     help="more checkpoints to score on the same scenes (e.g. a run's later rounds)")
-    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--workers", type=worker_count, default=1)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     if a.scenes < 2 or a.workers < 1 or any(x <= 0 for x in a.lrs) or any(s < 1 for s in a.steps or [1]):
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             for steps in a.steps or [cfg.learn.awr_steps]:
                 for lr in a.lrs:
                     key = f"round{rn}_lr{lr:g}_steps{steps}" + (f"_share{share:g}" if share else "")
-                    path = a.out / f"{key}.pt"
+                    path = a.out / f"{key}.safetensors"
                     trained: dict[str, Any] = {"loaded": str(path)}
                     if not path.exists():
                         lc = dataclasses.replace(cfg.learn, awr_lr=lr, awr_steps=steps)

@@ -1,9 +1,10 @@
-"""Which link fails, the critic or its test? Re-diagnose a finished run's failed rollouts and re-verify the
-diagnoses with the run's own policies, under two settings side by side, against what the run recorded.
+"""Answers FINDINGS #2, #3 and #6. Which link fails, the critic or its test? Re-diagnose a finished run's
+failed rollouts and re-verify the diagnoses with the run's own policies, under two settings side by side,
+against what the run recorded.
 
-    python -m experiments.critic_replay RUN_DIR [--per-round 4] [--verify-n 12] [--workers 2]
-    python -m experiments.critic_replay RUN_DIR --id-only # the critic's edits clamped to the ID range
-    python -m experiments.critic_replay RUN_DIR --arms    # variant arms vs the seed program vs the ID edge
+    python -m studies.critic_replay RUN_DIR [--per-round 4] [--verify-n 12] [--workers 2]
+    python -m studies.critic_replay RUN_DIR --id-only # the critic's edits clamped to the ID range
+    python -m studies.critic_replay RUN_DIR --arms    # variant arms vs the seed program vs the ID edge
 
 For every round r ≥ 1 of RUN_DIR (a run directory of the rules critic, e.g. a Table 1 cell):
 
@@ -16,8 +17,8 @@ For every round r ≥ 1 of RUN_DIR (a run directory of the rules critic, e.g. a 
   into one band. Where that arm failed at least 30 pp more often than the family's seed arm in the same
   round, the planted factor is the known cause of its failures; accuracy = the critic names it;
 - **verification** of each diagnosis on the family's seed program with the policy the round started from
-  (`policy/round_{r-1}.pt`), n episodes per batch, α = 0.1: verdict counts per setting, beside the verdicts
-  the run itself recorded (on the arm's own program, with the critic alone).
+  (`policy/round_{r-1}.safetensors`), n episodes per batch, α = 0.1: verdict counts per setting, beside
+  the verdicts the run itself recorded (on the arm's own program, with the critic alone).
 
 Nothing here reads the frozen evaluation suites. The contrast weight of the peer evidence was set by
 reasoning, then checked with this command on one Table 1 cell; the report says which run it read.
@@ -35,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from common.cli import worker_count
 
 
 def _flat(scene: dict[str, Any]) -> dict[str, Any]:
@@ -128,7 +131,7 @@ def arm_check(run: Path, n: int, workers: int) -> list[dict[str, Any]]:
     with SandboxPool(PoolConfig(workers=1)) as sandbox, EpisodePool(workers) as pool:
         r = 1
         while (run / "programs" / f"round_{r:02d}").is_dir():
-            policy = SeededPolicy(str(run / "policy" / f"round_{r - 1:02d}.pt"), 11)
+            policy = SeededPolicy(str(run / "policy" / f"round_{r - 1:02d}.safetensors"), 11)
             for path in sorted((run / "programs" / f"round_{r:02d}").glob("gen_var_*.json")):
                 m = re.fullmatch(r"gen_var_(.+)_(low|high)_[0-9a-f]+", path.stem)
                 if m is None:
@@ -153,12 +156,12 @@ def arm_check(run: Path, n: int, workers: int) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.critic_replay",
+    ap = argparse.ArgumentParser(prog="python -m studies.critic_replay",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="a finished run directory (rules critic)")
     ap.add_argument("--per-round", type=int, default=4, help="failures per round (the loop's diagnose_max)")
     ap.add_argument("--verify-n", type=int, default=12, help="episodes per verification batch")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=worker_count, default=2)
     ap.add_argument("--out", type=Path, help="write the report JSON here")
     ap.add_argument("--arms", action="store_true", help="only the arm check (see `arm_check`)")
     ap.add_argument("--no-verify", action="store_true",
@@ -199,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         r = 1
         while (a.run / "episodes" / f"round_{r:02d}").is_dir():
             rows = load_round(a.run, r)
-            policy = SeededPolicy(str(a.run / "policy" / f"round_{r - 1:02d}.pt"), 11)
+            policy = SeededPolicy(str(a.run / "policy" / f"round_{r - 1:02d}.safetensors"), 11)
             batch = sandbox_run_batch(sandbox, episode_rollout(pool, policy))
             items = []
             picked = [x for x in rows if not x["success"]] if a.no_verify else \

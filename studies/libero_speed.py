@@ -1,8 +1,8 @@
-"""Control steps per second, side by side in one run: a LIBERO scene through robosuite against our own
-MuJoCo backend on the closest family scene (pick-place of one object into a container), each without and
-with two cameras rendered at every step.
+"""Answers no FINDINGS entry: the speed comparison of docs/libero.md. Control steps per second, side by side
+in one run: a LIBERO scene through robosuite against our own MuJoCo backend on the closest family scene
+(pick-place of one object into a container), each without and with two cameras rendered at every step.
 
-    python -m experiments.libero_speed [--steps 100] [--repeats 3] [--size 128] \
+    python -m studies.libero_speed [--steps 100] [--repeats 3] [--size 128] \
         [--out docs/results/libero/speed.json]
 
 CPU seconds (process time) per control step, median over interleaved repeats, so the four variants meet the
@@ -107,7 +107,7 @@ def measure(steps: int, repeats: int, size: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.libero_speed",
+    ap = argparse.ArgumentParser(prog="python -m studies.libero_speed",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=100, help="control steps per pass (after each reset)")
     ap.add_argument("--repeats", type=int, default=3)

@@ -1,4 +1,4 @@
-"""`experiments.libero_loop_sft` without LIBERO episodes: which demonstrations it trains on, what it
+"""`studies.libero_loop_sft` without LIBERO episodes: which demonstrations it trains on, what it
 refuses."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from experiments import libero_loop_sft
+from studies import libero_loop_sft
 
 
 def test_the_first_successful_seed_demonstrations_by_name_and_a_clear_error_without_any(tmp_path):

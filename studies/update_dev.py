@@ -1,8 +1,8 @@
-"""Which policy update turns a round's scenes into held-out success? A development measurement on scenes
-that are not the frozen suites, for choosing the update honestly.
+"""Answers FINDINGS #11. Which policy update turns a round's scenes into held-out success? A development
+measurement on scenes that are not the frozen suites, for choosing the update honestly.
 
-    python -m experiments.update_dev                         # every update, seed 0, two rounds
-    python -m experiments.update_dev --updates sft,aw --seeds 2
+    python -m studies.update_dev                         # every update, seed 0, two rounds
+    python -m studies.update_dev --updates sft,aw --seeds 2
 
 Table 1's SFT-updated rows gained 10-17.5 pp OOD over their bootstrap, its advantage-weighted rows −5 to
 +5 pp (FINDINGS #8-#10), and every change of the weighted update tried so far was measured on the frozen
@@ -10,7 +10,7 @@ suites it is reported on. This measures the updates outside the table on a devel
 
 - start from a seed's shared Table 1 bootstrap (the policy every cell starts from) and its seed demos;
 - each round, draw `budget` valid scenes per family, half in distribution and half with every factor out
-  of distribution (`experiments.ceiling`'s `mixed` source, its own seeds), with the expert's demos;
+  of distribution (`studies.ceiling`'s `mixed` source, its own seeds), with the expert's demos;
 - roll the update's current policy out on them (the rollouts the weighted update trains its critic on);
 - update as Table 1's `default` preset does (every demonstration so far replayed; the weighted update's
   groups shaped by each family's seed training program), once per listed update;
@@ -18,7 +18,8 @@ suites it is reported on. This measures the updates outside the table on a devel
   distribution (`id`) and with every factor out (`ood`), drawn from `DEV_SEED`, disjoint from the frozen
   suites' seeds, the loop's and the training draws'.
 
-Results land in `docs/results/findings/update_dev/` per (update, seed) as each finishes (a killed run
+Results land in `<results>/update_dev/` (default runs/results/findings; the committed ones: `--results
+docs/results/findings`) per (update, seed) as each finishes (a killed run
 resumes; demos, rollouts, policies and their update metrics are cached under `--out`), and `update_dev.md` is
 rebuilt from them; another `--per-split` gets its own folder and table (`update_dev_n<N>`) and re-evaluates
 the cached policies on the larger development set.
@@ -40,16 +41,16 @@ import numpy as np
 
 from agents.config import PRESETS, WEIGHTED_UPDATE_BEFORE, LearnConfig
 from common.cli import comma_list
-from experiments import ceiling
 from experiments.table import suites as frozen
 from experiments.table.cells import cell_config, evaluate, shared_bootstrap
 from experiments.table.presets import TABLES
-from experiments.table.record import ROOT, provenance, sha256
+from experiments.table.record import ROOT, RUNS_RESULTS, provenance, sha256
 from experiments.table.stats import mean_se
+from studies import ceiling
 
 DEV_SEED = 7_560_000  # the development scenes: disjoint from the suites (7_340_000), the ceiling's draws
 SPLITS = ("id", "ood")
-RESULTS = ROOT / "docs" / "results" / "findings"
+RESULTS = RUNS_RESULTS / "findings"  # the committed records: --results docs/results/findings
 _BASE = PRESETS.get("default").learn
 
 
@@ -162,7 +163,7 @@ def run_one(update: str, seed: int, *, rounds: int, budget: int, per_split: int,
     kind, learn, _ = UPDATES[update]
     cfg = cell_config(TABLES.get("default"), "sft", seed, "rules", 2)
     boot_run = shared_bootstrap(TABLES.get("default"), seed, "rules", 2, boot_out)
-    boot = boot_run / "policy" / "round_00.pt"
+    boot = boot_run / "policy" / "round_00.safetensors"
     seen = sorted((boot_run / "episodes" / "round_00").glob("demo_*.npz"))
     trainer, policy, library = PolicyTrainer(learn, seed=seed), boot, seed_library()
     work = out / f"{update}_seed{seed}"
@@ -179,7 +180,7 @@ def run_one(update: str, seed: int, *, rounds: int, budget: int, per_split: int,
     for r in range(1, rounds + 1):
         eps = ceiling.demos(cfg.families, "mixed", r, budget, out / "demos", pool)
         seen += eps
-        nxt = work / f"round_{r:02d}.pt"
+        nxt = work / f"round_{r:02d}.safetensors"
         if nxt.exists():
             policy = nxt
             continue
@@ -230,7 +231,7 @@ def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.update_dev",
+    ap = argparse.ArgumentParser(prog="python -m studies.update_dev",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--updates", type=comma_list(choices=list(UPDATES)), default=list(UPDATES),
                     help=f"comma-separated, of {', '.join(UPDATES)}")
@@ -242,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="demos, rollouts, policies")
     ap.add_argument("--bootstraps", type=Path, default=ROOT / "runs" / "table1_default",
                     help="Table 1's run directories, whose shared bootstraps are reused (made if missing)")
-    ap.add_argument("--results", type=Path, default=RESULTS, help="where update_dev/ and update_dev.md go")
+    ap.add_argument("--results", type=Path, default=RESULTS,
+                    help="where update_dev/ and update_dev.md go (default runs/results/findings)")
     a = ap.parse_args(argv)
     if min(a.seeds, a.rounds, a.budget, a.per_split) < 1:
         print("error: --seeds, --rounds, --budget and --per-split must be at least 1", file=sys.stderr)
@@ -250,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     from sim.pool import EpisodePool
 
     given = argv if argv is not None else sys.argv[1:]
-    command = ("python -m experiments.update_dev " + " ".join(given)).strip()
+    command = ("python -m studies.update_dev " + " ".join(given)).strip()
     # one folder and table per development-set size: a larger set re-evaluates the cached policies
     name = "update_dev" if a.per_split == 10 else f"update_dev_n{a.per_split}"
     (a.results / name).mkdir(parents=True, exist_ok=True)
