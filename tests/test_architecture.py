@@ -18,7 +18,12 @@ ALLOWED = {
     "memory": {"sim", "common"},
     "agents": {"memory", "programs", "sandbox", "coda_policy", "sim", "common"},
     "experiments": {"agents", "memory", "programs", "sandbox", "coda_policy", "sim", "common"},
+    # apart from the product: studies answer FINDINGS entries, bench measures; both may use the harness
+    "studies": {"experiments", "agents", "memory", "programs", "sandbox", "coda_policy", "sim", "common"},
+    "bench": {"experiments", "agents", "memory", "programs", "sandbox", "coda_policy", "sim", "common"},
 }
+# what a run needs; nothing in it may import the lab (experiments, studies, bench)
+PRODUCT = ("common", "sim", "programs", "sandbox", "coda_policy", "memory", "agents")
 
 
 def imports_of(package: str) -> set[tuple[str, str]]:
@@ -42,9 +47,16 @@ def test_imports_point_the_documented_way(package):
 
 
 def test_nothing_imports_experiments():
-    users = [(f, top) for p in ALLOWED if p != "experiments"
+    users = [(f, top) for p in ALLOWED if p not in ("experiments", "studies", "bench")
              for f, top in imports_of(p) if top == "experiments"]
     assert not users, users
+
+
+def test_the_product_imports_no_experiment_study_or_benchmark():
+    lab = ("experiments", "studies", "bench")
+    users = [(f, top) for p in PRODUCT for f, top in imports_of(p) if top in lab]
+    assert not users, users
+    assert set(ALLOWED) == {*PRODUCT, "experiments", "studies", "bench"}  # every package is one or the other
 
 
 def test_readme_needs_nothing_outside_the_repository():
