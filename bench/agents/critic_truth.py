@@ -12,7 +12,7 @@ program with `--k` distinct spatial or attribute factors moved out of distributi
 sides: past the low or high end of the in-distribution range, or an unseen choice —
 `programs.factor_space.variant_edit`, what Table 1's variants do), each beside its k counterfactual twins:
 the same seed and values with one of those factors moved back. A scene the expert solves (valid) and the
-policy (default: the shipped bootstrap, `coda_policy/pretrained/seed_sft_4fam.pt`) fails, which exactly
+policy (default: the shipped bootstrap, `checkpoints/seed_sft_4fam.safetensors`) fails, which exactly
 one twin turns into a success, is a case whose cause is known: moving that factor back alone fixes it.
 The critic diagnoses each case's failed episode, alone and with every other episode of the family in the
 benchmark as peers (moved scenes and twins, solved or not: as the loop's `diagnose` node gives it the
@@ -42,9 +42,10 @@ import numpy as np
 
 from agents.graph.rundir import write_json
 from bench.agents import bench_llm
+from coda_policy.pretrained import SEED_SFT_4FAM
 from common.cli import comma_list
 
-PRETRAINED = Path(__file__).resolve().parents[2] / "coda_policy" / "pretrained" / "seed_sft_4fam.pt"
+PRETRAINED = SEED_SFT_4FAM
 SEED0 = 7_700_000
 CRITICS = ("rules", "local", "openai")
 
