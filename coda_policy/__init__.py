@@ -1,6 +1,10 @@
 """CoDA `coda_policy`: the action policy (object tokens → transformer → flow-matching action chunks), its
 features, data, supervised training and closed-loop evaluation (see DESIGN.md §2 and §4).
 
+Each policy backend is a folder (`object_token/`, `pi05/`: `configuration_<name>.py` beside
+`modeling_<name>.py`, found by `registry`); a checkpoint is one .safetensors file (`checkpoint`), and the
+committed ones are listed in `checkpoints/MANIFEST.json` (`pretrained`).
+
 Names load lazily so that `import coda_policy` does not pull in torch or MuJoCo.
 """
 
@@ -11,6 +15,9 @@ from common.lazy import lazy_exports
 _LAZY = {
     "ObjectTokenConfig": "coda_policy.object_token.configuration_object_token",
     "ObjectTokenPolicy": "coda_policy.object_token.modeling_object_token",
+    "Pi05Config": "coda_policy.pi05.configuration_pi05",
+    "save_checkpoint": "coda_policy.checkpoint",
+    "load_checkpoint": "coda_policy.checkpoint",
     "POLICIES": "coda_policy.registry",
     "CONFIGS": "coda_policy.registry",
     "make_policy": "coda_policy.registry",
