@@ -80,6 +80,15 @@ class AWRConfig:
     # where the critic fits and the update run: cpu, cuda, cuda:N or auto (`coda_policy.device`); the
     # policy is moved there and stays
     device: str = "cpu"
+    # the update must lower its own loss on up to this many of the chunks it imitates (the same noise
+    # before and after: `update_loss`); 0 skips the check. One that raised it stepped too far: a cold AdamW's
+    # first steps move every weight by about lr, and the quickstart's 5 steps at 1e-3 took its pretrained
+    # policy from 20 to 3 of 20 held-out in-distribution scenes (loss 0.34 → 0.87 → 1.11 over its first
+    # steps; at 1e-4: 20 of 20, issue #38)
+    check_chunks: int = 512
+    # times an update that raised its loss is redone from the starting weights at a tenth of the rate;
+    # after the last, the policy is left as it was
+    backtracks: int = 2
 
     def __post_init__(self) -> None:
         if self.tau <= 0 or self.w_max <= 0:
@@ -90,6 +99,9 @@ class AWRConfig:
             raise ValueError(f"rollouts must be one of {', '.join(ROLLOUTS)}, got {self.rollouts!r}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if self.check_chunks < 0 or self.backtracks < 0:
+            raise ValueError(f"check_chunks and backtracks must be >= 0, got {self.check_chunks}, "
+                             f"{self.backtracks}")
         if not 0 <= self.warmup <= self.steps:
             raise ValueError(f"warmup must be in [0, steps], got {self.warmup} with {self.steps} steps")
         check_device_spec(self.device)
@@ -294,19 +306,75 @@ def weighted_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRCon
     return {"flow_mse_first": float(np.mean(losses[:20])), "flow_mse_last": float(np.mean(losses[-20:]))}
 
 
+BACKTRACK = 0.1  # learning-rate factor of each redone update
+
+
+def check_rows(table: ChunkTable, cfg: AWRConfig) -> Tensor:
+    """The chunks an update is checked on: up to `cfg.check_chunks` of those it imitates, demonstrations and
+    rollouts in its minibatches' proportions, drawn without replacement with a seed of their own."""
+    demo, roll = imitated(table.chunks, cfg)
+    gen = torch.Generator().manual_seed(cfg.seed + 1)
+    share = cfg.demo_fraction if len(roll) else 1.0
+    n_demo = min(len(demo), round(cfg.check_chunks * share))
+    n_roll = min(len(roll), cfg.check_chunks - n_demo) if share < 1 else 0
+    return torch.cat([demo[torch.randperm(len(demo), generator=gen)[:n_demo]],
+                      roll[torch.randperm(len(roll), generator=gen)[:n_roll]]])
+
+
+@torch.no_grad()
+def update_loss(policy: Any, table: ChunkTable, weights: Tensor, rows: Tensor, cfg: AWRConfig) -> float:
+    """The update's loss on `rows` (their weights over their mean), the policy in eval mode and the noise
+    drawn from a fixed seed: two calls differ only by the policy's weights."""
+    dev, keys, was = module_device(policy), batch_keys(policy, table.inputs), policy.training
+    w = weights[rows] / weights[rows].mean().clamp_min(1e-8)
+    policy.eval()
+    total = 0.0
+    with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
+        torch.manual_seed(cfg.seed)
+        for i in range(0, len(rows), cfg.batch_size):
+            part = slice(i, i + cfg.batch_size)
+            loss, _ = policy(to_device(_rows(table.inputs, rows[part], keys), dev), weights=w[part].to(dev))
+            total += float(loss) * len(rows[part])
+    policy.train(was)
+    return total / len(rows)
+
+
+def checked_update(policy: Any, table: ChunkTable, weights: Tensor, cfg: AWRConfig) -> dict[str, Any]:
+    """`weighted_update`, kept only if it lowered its own loss (`update_loss` on `check_rows`); else redone
+    from the starting weights at `BACKTRACK` times the rate, at most `cfg.backtracks` times, after which
+    the policy is left as it was. Adds the rate kept ("lr", 0 when none was), the redos ("backtracks") and
+    the loss before and after ("check_loss")."""
+    rows = check_rows(table, cfg) if cfg.check_chunks else torch.zeros(0, dtype=torch.long)
+    if not len(rows):
+        return weighted_update(policy, table, weights, cfg) | {"lr": cfg.lr, "backtracks": 0}
+    policy.to(resolve_device(cfg.device))
+    start = {k: v.detach().to("cpu", copy=True) for k, v in policy.state_dict().items()}
+    before = update_loss(policy, table, weights, rows, cfg)
+    lr = cfg.lr
+    for tries in range(cfg.backtracks + 1):
+        m = weighted_update(policy, table, weights, dataclasses.replace(cfg, lr=lr))
+        after = update_loss(policy, table, weights, rows, cfg)
+        if after <= before:
+            return m | {"lr": lr, "backtracks": tries, "check_loss": [before, after]}
+        policy.load_state_dict(start)
+        lr *= BACKTRACK
+    return m | {"lr": 0.0, "backtracks": cfg.backtracks + 1, "check_loss": [before, before]}
+
+
 def advantage_weighted_update(policy: Any, table: ChunkTable, critic_cfg: ChunkCriticConfig,
                               cfg: AWRConfig) -> dict[str, Any]:
     """The policy update — one composition, run by the loop's `train` node (`agents.graph.trainer`) and by
     `studies.aw_round` alike: chunk critics cross-fitted over episodes on the table's shaped returns
     (each chunk's Â from critics that never saw its episode), clipped exponential weights of the
-    normalised Â, `cfg.steps` weighted flow-matching steps. Updates `policy` in place; returns the critic,
-    weight (with Â by chunk source) and update metrics, and each chunk's weight ("chunk_weights", (N,))."""
+    normalised Â, `cfg.steps` weighted flow-matching steps kept only if they lowered the update's own loss
+    (`checked_update`). Updates `policy` in place; returns the critic, weight (with Â by chunk source) and
+    update metrics, and each chunk's weight ("chunk_weights", (N,))."""
     policy.to(resolve_device(cfg.device))
     data = critic_inputs(policy, table, critic_cfg.potential_feature)
     adv, critic_m = crossfit_advantages(data, table.chunks.episode, critic_cfg, cfg.folds, cfg.device)
     w, weight_m = advantage_weights(adv, cfg)
     return {"critic": critic_m, "weights": weight_m | advantage_groups(adv, table.chunks),
-            "update": weighted_update(policy, table, w, cfg), "chunk_weights": w.detach().cpu()}
+            "update": checked_update(policy, table, w, cfg), "chunk_weights": w.detach().cpu()}
 
 
 # ---- frozen actor ----------------------------------------------------------------------------------

@@ -148,7 +148,9 @@ class PolicyTrainer:
                 "critic_explained_var": float(cm.get("explained_var", float("nan"))), "w_mean": wm["w_mean"],
                 "w_ess": wm["w_ess"], "w_at_cap": wm["w_at_cap"],
                 **{k: wm[k] for k in ("adv_demo", "adv_rollout_success", "adv_rollout_failure")},
-                "flow_mse_last": um["flow_mse_last"], "train_s": round(time.perf_counter() - t0, 2)}
+                "flow_mse_last": um["flow_mse_last"], "update_lr": um["lr"], "backtracks": um["backtracks"],
+                **({"check_loss": um["check_loss"]} if "check_loss" in um else {}),
+                "train_s": round(time.perf_counter() - t0, 2)}
 
     def _frozen_actor(self, policy: Any, table: Any, critic_cfg: Any, out: Path, t0: float) -> dict[str, Any]:
         """The frozen-actor ablation's round: the actor stays as it is; a critic fitted on every chunk (the
