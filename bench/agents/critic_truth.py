@@ -43,7 +43,7 @@ import numpy as np
 from agents.graph.rundir import write_json
 from bench.agents import bench_llm
 from coda_policy.pretrained import SEED_SFT_4FAM
-from common.cli import comma_list
+from common.cli import comma_list, worker_count
 
 PRETRAINED = SEED_SFT_4FAM
 SEED0 = 7_700_000
@@ -366,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                          "the diagnosed factor moved back into its range")
     ap.add_argument("--no-ood-first", dest="ood_first", action="store_false",
                     help="the rules critic's single ranking by score (before FINDINGS #16)")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=worker_count, default=2)
     ap.add_argument("--threads", type=int, default=2,
                     help="llama.cpp threads of the local critic (1 when other work shares the cores)")
     ap.add_argument("--seed", type=int, default=SEED0, help=f"first scene seed (default {SEED0})")
