@@ -10,8 +10,9 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
+from common.hashed import ContentHashed
 from sim.factors import EditValue
 from sim.scene import FactorGroup
 
@@ -46,26 +47,7 @@ def edit_side(value_or_range: Any, lo: float | None = None, hi: float | None = N
     return "low" if mid < (lo + hi) / 2 else "high"
 
 
-class _Hashed(BaseModel):
-    """A frozen record whose `id` is computed from its content; accepts the `id` its dump wrote and
-    insists that it still matches."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _stored_id(cls, data: Any, handler: Any) -> Any:
-        stored = None
-        if isinstance(data, dict) and "id" in data:
-            data = dict(data)
-            stored = data.pop("id")
-        obj = handler(data)
-        if stored is not None and stored != obj.id:
-            raise ValueError(f"{cls.__name__}: stored id {stored!r} does not match its content ({obj.id!r})")
-        return obj
-
-
-class Diagnosis(_Hashed):
+class Diagnosis(ContentHashed):
     """The critic's claim about one failed episode: which factor, in which phase, why, and the targeted
     edit that should reproduce the failure (checked by `Verdict`)."""
 
@@ -136,7 +118,7 @@ class EpisodeRecord(BaseModel):
     mode_id: str = "seed"  # the (mode, family) arm whose budget produced the scene
 
 
-class ProgramEntry(_Hashed):
+class ProgramEntry(ContentHashed):
     """A generation + training program pair stored for a mode and the family they were written for."""
 
     mode_id: str

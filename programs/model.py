@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
+from common.hashed import ContentHashed
 from sim.factors import FactorDef, FactorValues
 from sim.scene import FACTOR_GROUPS
 
@@ -30,10 +31,9 @@ def _digest(payload: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class _Program(BaseModel):
+class _Program(ContentHashed):
     """What both program kinds share: family, lineage, provenance, content hash."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     kind: ClassVar[str]
     behaviour_fields: ClassVar[tuple[str, ...]]
 
@@ -45,19 +45,11 @@ class _Program(BaseModel):
     # what a repair changed and why (`programs.refine`), beside the diagnosis it keeps
     refinement: str | None = None
 
-    @model_validator(mode="wrap")
     @classmethod
-    def _stored_id(cls, data: Any, handler: Any) -> _Program:
-        """Accept the `id` that `model_dump` writes, and insist that it matches the content."""
-        stored = None
-        if isinstance(data, dict) and "id" in data:
-            data = dict(data)
-            stored = data.pop("id")
-        prog = handler(data)
-        if stored is not None and stored != prog.id:
-            raise ValueError(f"{cls.__name__}: stored id {str(stored)[:12]}… does not match its content "
-                             f"({prog.id[:12]}…); the program was changed after it was written")
-        return prog
+    def id_mismatch(cls, stored: Any, computed: str) -> str:
+        """Short ids, and what a mismatch means for a program."""
+        return (f"{cls.__name__}: stored id {str(stored)[:12]}… does not match its content "
+                f"({computed[:12]}…); the program was changed after it was written")
 
     # fields added after programs were first stored: left out of the id while they hold their default,
     # so every program written before them keeps its id (and its file name)
