@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+N = TypeVar("N")
 
 
 class UnknownNameError(KeyError):
@@ -59,3 +60,13 @@ class Registry(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+def by_name(items: Iterable[N], name: str, what: str, *, prefix: str = "", where: str = "") -> N:
+    """The item of `items` whose `.name` is `name`. Else a KeyError that names what was looked for and
+    lists the names there are: `{prefix}no {what} {name!r}{where}; {what}s: [...]`."""
+    items = tuple(items)
+    for item in items:
+        if item.name == name:
+            return item
+    raise KeyError(f"{prefix}no {what} {name!r}{where}; {what}s: {[i.name for i in items]}")

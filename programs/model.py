@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 from common.hashed import ContentHashed
+from common.registry import by_name
 from sim.factors import FactorDef, FactorValues
 from sim.scene import FACTOR_GROUPS
 
@@ -103,10 +104,7 @@ class GenerationProgram(_Program):
         return v
 
     def factor(self, name: str) -> FactorDef:
-        for f in self.factors:
-            if f.name == name:
-                return f
-        raise KeyError(f"no factor {name!r}; factors: {[f.name for f in self.factors]}")
+        return by_name(self.factors, name, "factor")
 
     def default_factors(self) -> dict[str, Any]:
         """Flat name → default value, as `generate(rng, **factors)` takes them."""

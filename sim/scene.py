@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
+from common.registry import by_name
+
 FactorGroup = Literal["task", "spatial", "attribute"]
 FACTOR_GROUPS: tuple[FactorGroup, ...] = ("task", "spatial", "attribute")
 
@@ -224,16 +226,10 @@ class SceneSpec(_Model):
         return names
 
     def object(self, name: str) -> ObjectSpec:
-        for o in self.objects:
-            if o.name == name:
-                return o
-        raise KeyError(f"no object {name!r} in scene; objects: {[o.name for o in self.objects]}")
+        return by_name(self.objects, name, "object", where=" in scene")
 
     def fixture(self, name: str) -> FixtureSpec:
-        for f in self.fixtures:
-            if f.name == name:
-                return f
-        raise KeyError(f"no fixture {name!r} in scene; fixtures: {[f.name for f in self.fixtures]}")
+        return by_name(self.fixtures, name, "fixture", where=" in scene")
 
     @property
     def scene_id(self) -> str:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from common.registry import Registry
+from common.registry import Registry, by_name
 from sim.experts.primitives import ScriptedExpert
 from sim.factors import COLORS, FactorDef, FactorValues  # noqa: F401  (families import them from here)
 from sim.families.phases import DONE, Phase
@@ -89,10 +89,7 @@ class TaskFamily(ABC):
     # ---- factors ----------------------------------------------------------------------------------
     @classmethod
     def factor(cls, name: str) -> FactorDef:
-        for f in cls.factors:
-            if f.name == name:
-                return f
-        raise KeyError(f"{cls.name}: no factor {name!r}; factors: {[f.name for f in cls.factors]}")
+        return by_name(cls.factors, name, "factor", prefix=f"{cls.name}: ")
 
     @classmethod
     def default_factors(cls) -> FactorValues:
