@@ -236,3 +236,21 @@ def test_a_token_budget_no_model_reads_does_not_make_another_cell() -> None:
     asked = dataclasses.replace(older, llm="local")
     local = dataclasses.replace(cfg, llm="local")
     assert fork._without_model_budgets(asked) != fork._without_model_budgets(local)
+
+
+def test_the_committed_records_find_their_converted_bootstraps() -> None:
+    """Table 1's seed records name each bootstrap by its old `.pt` file's sha256; the committed results
+    (`docs/results`) keep their policies in `checkpoints/` as .safetensors, found through the manifest."""
+    from coda_policy import pretrained
+
+    results = record.ROOT / "docs" / "results"
+    assert table_cells.kept_dir(results, "table1") == pretrained.ROOT / "table1"
+    assert table_cells.kept_bootstrap(results, "table1", 0) == pretrained.SEED_SFT_4FAM
+    assert table_cells.bootstrap_files(results, "table1", 0) == []
+    for seed in (1, 2, 3, 4):
+        kept = table_cells.kept_bootstrap(results, "table1", seed)
+        assert kept == pretrained.table_bootstrap("table1", seed)
+        assert table_cells.bootstrap_files(results, "table1", seed) == [kept, pretrained.MANIFEST]
+        rec = results / "table1" / "bootstrap" / f"seed{seed}.json"
+        old = json.loads(rec.read_text())["bootstrap_sha256"]
+        assert old != record.sha256(kept) and pretrained.canonical_sha256(old) == record.sha256(kept)
