@@ -14,6 +14,9 @@ An old pickled `.pt` file is refused with the one command that converts it (`cod
 from __future__ import annotations
 
 import json
+import os
+import stat
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +82,19 @@ def save_checkpoint(ckpt: dict[str, Any], path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     save_file(tensors, str(tmp), metadata={META: json.dumps(rest, sort_keys=True)})
+    os.chmod(tmp, _umask_mode(path.parent))  # safetensors writes 0600; a checkpoint is an ordinary file
     tmp.replace(path)
     return path
+
+
+def _umask_mode(folder: Path) -> int:
+    """The mode a new file gets in `folder` under the umask (probed: reading the umask means setting it)."""
+    probe = folder / f".{uuid.uuid4().hex}.mode"
+    os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+    try:
+        return stat.S_IMODE(probe.stat().st_mode)
+    finally:
+        probe.unlink()
 
 
 def _check(path: Path) -> None:

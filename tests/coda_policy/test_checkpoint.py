@@ -67,3 +67,10 @@ def test_what_is_not_a_checkpoint_is_refused_clearly(tmp_path):
         read_meta(tmp_path / "old.pt")
     with pytest.raises(FileNotFoundError):
         load_checkpoint(tmp_path / "missing.safetensors")
+
+
+def test_a_checkpoint_file_gets_the_mode_of_any_new_file(tmp_path):
+    (tmp_path / "plain").write_text("")  # what the umask gives an ordinary file
+    path = save_checkpoint(_ckpt(), tmp_path / "c.safetensors")
+    assert path.stat().st_mode & 0o777 == (tmp_path / "plain").stat().st_mode & 0o777
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.safetensors", "plain"]  # no probe left
