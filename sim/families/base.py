@@ -37,12 +37,12 @@ def factor_schema(literal: Sequence[Mapping[str, Any]]) -> tuple[FactorDef, ...]
 
 
 class TaskFamily(ABC):
-    """A registered task family. Subclasses set `name`, `builder` (their scene.py module), `factors`
-    (`factor_schema(builder.FACTORS)`), `phase_table`, and implement `expert` and `phase`."""
+    """A registered task family. Subclasses set `name`, `builder` (their scene.py module) and `phase_table`,
+    and implement `expert` and `phase`; `factors` is read from the builder's `FACTORS`."""
 
     name: ClassVar[str]
     builder: ClassVar[ModuleType]  # the folder's scene.py: FACTORS and generate(rng, **factors)
-    factors: ClassVar[tuple[FactorDef, ...]]
+    factors: ClassVar[tuple[FactorDef, ...]]  # read from the builder's `FACTORS` literal (`factor_schema`)
     # every phase but "done", in canonical order, with what the agents read about it (`phases.Phase`: the
     # critic's relevance of each factor kind, the seed training stages that cover it, the writer's emphasis)
     phase_table: ClassVar[tuple[Phase, ...]]
@@ -58,6 +58,8 @@ class TaskFamily(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "builder" in cls.__dict__ and "factors" not in cls.__dict__:
+            cls.factors = factor_schema(cls.builder.FACTORS)
         if "phase_table" not in cls.__dict__:
             return
         names = [p.name for p in cls.phase_table]

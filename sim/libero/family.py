@@ -4,6 +4,8 @@ builder's `TASKS`, pick-place phases read from the goal `(obj, target)`, and the
 
 from __future__ import annotations
 
+from typing import Any
+
 from sim.experts.plans import pick_place_phase
 from sim.experts.primitives import ScriptedExpert
 from sim.families.base import TaskFamily
@@ -14,11 +16,16 @@ from sim.world import WorldState
 
 
 class LiberoPickPlaceFamily(TaskFamily):
-    """A family in LIBERO's world whose goal carries an object to a target; subclasses set `name`,
-    `builder` (with its `TASKS`), `factors` and `seed_count`."""
+    """A family in LIBERO's world whose goal carries an object to a target; subclasses set `name` and
+    `builder` (with its `TASKS`: one seed scene per task)."""
 
     phase_table = PICK_AND_PLACE
     world = "libero"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "builder" in cls.__dict__:
+            cls.seed_count = len(cls.builder.TASKS)
 
     @classmethod
     def seed_scenes(cls) -> list[SceneSpec]:

@@ -8,7 +8,7 @@ import pytest
 
 from sim.env import SimEnv
 from sim.families.base import FAMILIES
-from sim.families.put_inside import BOWLS, FACTORS, PutInside, bowl_scale
+from sim.families.put_inside import BOWLS, PutInside, bowl_scale
 from sim.predicates import inside
 from sim.scene import SceneSpec
 
@@ -64,7 +64,7 @@ def test_factor_sampling_stays_in_range(ood: bool) -> None:
     rng = np.random.default_rng(1)
     for _ in range(200):
         factors = PutInside.sample_factors(rng, ood=ood)
-        for f in FACTORS:
+        for f in PutInside.factors:
             assert f.contains(factors[f.group][f.name], ood=ood), (f.name, factors[f.group][f.name])
     assert {PutInside.sample_factors(np.random.default_rng(k), ood=True)["task"]["container"]
             for k in range(40)} == {"drawer", "white_bowl"}

@@ -10,7 +10,7 @@ import pytest
 
 from sim.env import SimEnv
 from sim.families.base import FAMILIES
-from sim.families.stack_insert import BASE, FACTORS, HOLE, PEG, PIECE, StackInsert
+from sim.families.stack_insert import BASE, HOLE, PEG, PIECE, StackInsert
 from sim.predicates import inserted, stacked
 from sim.scene import SceneSpec
 from sim.world import WorldState
@@ -75,7 +75,7 @@ def test_expert_succeeds(task: str, goal_holds: Callable[[WorldState], bool]) ->
 
 @pytest.mark.parametrize("ood", [False, True])
 def test_factor_sampling_in_range(ood: bool) -> None:
-    by_name = {f.name: f for f in FACTORS}
+    by_name = {f.name: f for f in StackInsert.factors}
     for seed in range(200):
         factors = StackInsert.sample_factors(np.random.default_rng(seed), ood=ood)
         for group, values in factors.items():

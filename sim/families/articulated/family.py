@@ -16,7 +16,7 @@ import numpy as np
 from sim.builder import ROBOT_BASE, ROBOT_INIT_QPOS
 from sim.experts.primitives import CLOSE, Primitive, ScriptedExpert, ee_yaw, rot_z
 from sim.families.articulated import scene
-from sim.families.base import FAMILIES, TaskFamily, factor_schema
+from sim.families.base import FAMILIES, TaskFamily
 from sim.families.phases import APPROACH, GRASP, RELEASE, Phase
 from sim.fixtures import params as fixture_params
 from sim.predicates import goal_reached, grasped, open_frac
@@ -132,7 +132,6 @@ class Articulated(TaskFamily):
 
     name = "articulated"
     builder = scene
-    factors = factor_schema(scene.FACTORS)
     phase_table = PHASES
 
     @classmethod

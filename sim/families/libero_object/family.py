@@ -5,7 +5,7 @@ are every LIBERO pick-place family's (`sim.libero.family`)."""
 
 from __future__ import annotations
 
-from sim.families.base import FAMILIES, factor_schema
+from sim.families.base import FAMILIES
 from sim.families.libero_object import scene
 from sim.libero.family import LiberoPickPlaceFamily
 
@@ -14,5 +14,3 @@ from sim.libero.family import LiberoPickPlaceFamily
 class LiberoObject(LiberoPickPlaceFamily):
     name = "libero_object"
     builder = scene
-    factors = factor_schema(scene.FACTORS)
-    seed_count = len(scene.TASKS)  # one seed scene per task

@@ -5,7 +5,7 @@ runner; phases and seed scenes are every LIBERO pick-place family's (`sim.libero
 
 from __future__ import annotations
 
-from sim.families.base import FAMILIES, factor_schema
+from sim.families.base import FAMILIES
 from sim.families.libero_spatial import scene
 from sim.libero.family import LiberoPickPlaceFamily
 
@@ -14,5 +14,3 @@ from sim.libero.family import LiberoPickPlaceFamily
 class LiberoSpatial(LiberoPickPlaceFamily):
     name = "libero_spatial"
     builder = scene
-    factors = factor_schema(scene.FACTORS)
-    seed_count = len(scene.TASKS)  # one seed scene per task

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sim.experts.plans import pick_and_place, pick_place_phase
 from sim.experts.primitives import ScriptedExpert
-from sim.families.base import FAMILIES, TaskFamily, factor_schema
+from sim.families.base import FAMILIES, TaskFamily
 from sim.families.phases import PICK_AND_PLACE
 from sim.families.pick_place import scene
 from sim.predicates import goal_reached
@@ -16,7 +16,6 @@ from sim.world import WorldState
 class PickPlace(TaskFamily):
     name = "pick_place"
     builder = scene
-    factors = factor_schema(scene.FACTORS)
     phase_table = PICK_AND_PLACE
 
     @classmethod

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from sim.experts.primitives import CLOSE, Primitive, ScriptedExpert
-from sim.families.base import FAMILIES, TaskFamily, factor_schema
+from sim.families.base import FAMILIES, TaskFamily
 from sim.families.phases import APPROACH, Phase
 from sim.families.push import scene
 from sim.predicates import goal_reached, in_contact
@@ -62,7 +62,6 @@ def _behind(s: WorldState) -> np.ndarray:
 class Push(TaskFamily):
     name = "push"
     builder = scene
-    factors = factor_schema(scene.FACTORS)
     phase_table = (APPROACH, SLIDE)
 
     @classmethod

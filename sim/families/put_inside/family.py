@@ -10,7 +10,7 @@ import numpy as np
 
 from sim.experts.plans import CARRY_Z, GRIP_DEPTH, pick_and_place, pick_place_phase
 from sim.experts.primitives import ScriptedExpert
-from sim.families.base import FAMILIES, TaskFamily, factor_schema
+from sim.families.base import FAMILIES, TaskFamily
 from sim.families.phases import PICK_AND_PLACE
 from sim.families.put_inside import scene
 from sim.fixtures import DEFAULTS
@@ -42,7 +42,6 @@ BOWLS = {key: Bowl(key=key, asset=a, words=w, rim=rim, inner=inner, floor=floor,
 CAB = DEFAULTS["cabinet"] | {"width": scene.CAB_WIDTH}  # the wide cabinet of the drawer case
 # from the open drawer region's centre to the centre of its exposed part (where the object goes)
 DRAWER_SHIFT = scene.DRAWER_DX - scene._DRAWER_X
-FACTORS = factor_schema(scene.FACTORS)
 
 
 def bowl_scale(bowl: Bowl, obj: ObjectSpec, size: float) -> float:
@@ -56,7 +55,6 @@ def bowl_scale(bowl: Bowl, obj: ObjectSpec, size: float) -> float:
 class PutInside(TaskFamily):
     name = "put_inside"
     builder = scene
-    factors = FACTORS
     phase_table = PICK_AND_PLACE
 
     @staticmethod

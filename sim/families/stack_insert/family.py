@@ -14,7 +14,7 @@ import numpy as np
 
 from sim.experts.plans import pick_and_place
 from sim.experts.primitives import CLOSE, Primitive, ScriptedExpert, ee_yaw
-from sim.families.base import FAMILIES, TaskFamily, factor_schema
+from sim.families.base import FAMILIES, TaskFamily
 from sim.families.phases import ALIGN, APPROACH, GRASP, INSERT, LIFT, PLACE, RELEASE, TRANSPORT
 from sim.families.stack_insert import scene
 from sim.families.stack_insert.scene import BASE, HOLE, PEG, PIECE
@@ -24,7 +24,6 @@ from sim.world import WorldState
 
 ALIGN_GAP = 0.012  # piece bottom above the target's top while hovering to align (m)
 NEAR = 0.03  # piece centre within this of the target centre (xy) counts as "over the target" (m)
-FACTORS = factor_schema(scene.FACTORS)
 
 
 def _wrap_quarter(a: float) -> float:
@@ -67,7 +66,6 @@ def insert_depth(s: WorldState, piece: str) -> float:
 class StackInsert(TaskFamily):
     name = "stack_insert"
     builder = scene
-    factors = FACTORS
     phase_table = (APPROACH, GRASP, LIFT, TRANSPORT, ALIGN, PLACE, INSERT, RELEASE)
 
     @classmethod
