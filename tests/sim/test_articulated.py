@@ -13,6 +13,7 @@ from sim.families.articulated import Articulated, hinge_xy
 from sim.families.base import FactorValues
 from sim.predicates import closed, open_frac, opened
 from sim.scene import SceneSpec
+from tests.sim.helpers import play_expert
 
 
 def _scene(seed: int = 0, **over) -> SceneSpec:
@@ -23,16 +24,7 @@ def _scene(seed: int = 0, **over) -> SceneSpec:
 
 
 def _run_expert(spec: SceneSpec) -> tuple[bool, list[str], str | None]:
-    env = SimEnv(spec)
-    s = env.reset()
-    ex = Articulated.expert(spec)
-    states = [s]
-    for _ in range(spec.max_steps):
-        s = env.step(ex(s))
-        states.append(s)
-        if ex.finished:
-            break
-    states.append(env.hold(10))
+    env, _, states = play_expert(Articulated, spec)
     assert not env.has_nan()
     labels, failed = Articulated.label(spec, states)
     return env.success(states[-1]), labels, failed

@@ -11,6 +11,7 @@ from sim.families.base import FAMILIES
 from sim.families.put_inside import BOWLS, PutInside, bowl_scale
 from sim.predicates import inside
 from sim.scene import SceneSpec
+from tests.sim.helpers import play_expert
 
 
 def _scene(container: str, seed: int = 3) -> SceneSpec:
@@ -40,18 +41,9 @@ def test_seed_scene_builds_resets_steps_without_nan() -> None:
 def test_expert_puts_object_inside(container: str, goal: str) -> None:
     spec = _scene(container)
     assert PutInside.container(spec) == goal
-    env = SimEnv(spec)
-    s = env.reset()
-    assert not inside(s, "object", goal)
-    expert = PutInside.expert(spec)
-    states = [s]
-    for _ in range(spec.max_steps):
-        s = env.step(expert(s))
-        states.append(s)
-        if expert.finished:
-            break
-    s = env.hold(10)
-    states.append(s)
+    env, expert, states = play_expert(PutInside, spec)
+    assert not inside(states[0], "object", goal)
+    s = states[-1]
     assert not env.has_nan()
     assert env.success(s), (container, expert.phase)
     assert inside(s, "object", goal)

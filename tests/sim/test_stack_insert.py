@@ -14,27 +14,13 @@ from sim.families.stack_insert import BASE, HOLE, PEG, PIECE, StackInsert
 from sim.predicates import inserted, stacked
 from sim.scene import SceneSpec
 from sim.world import WorldState
+from tests.sim.helpers import play_expert
 
 
 def _scene(task: str) -> SceneSpec:
     factors = StackInsert.default_factors()
     factors["task"]["task"] = task
     return StackInsert.make_scene(factors, seed=3)
-
-
-def _run_expert(spec: SceneSpec) -> tuple[WorldState, WorldState, list[WorldState], SimEnv]:
-    env = SimEnv(spec)
-    start = s = env.reset()
-    expert = StackInsert.expert(spec)
-    states = [s]
-    for _ in range(spec.max_steps):
-        s = env.step(expert(s))
-        states.append(s)
-        if expert.finished:
-            break
-    end = env.hold(10)
-    states.append(end)
-    return start, end, states, env
 
 
 def test_registered() -> None:
@@ -59,7 +45,8 @@ def test_seed_scenes_build_reset_step_without_nan() -> None:
 ])
 def test_expert_succeeds(task: str, goal_holds: Callable[[WorldState], bool]) -> None:
     spec = _scene(task)
-    start, end, states, env = _run_expert(spec)
+    env, _, states = play_expert(StackInsert, spec)
+    start, end = states[0], states[-1]
     assert not goal_holds(start)
     assert goal_holds(end)
     assert env.success(end)
@@ -89,7 +76,7 @@ def test_factor_sampling_in_range(ood: bool) -> None:
 
 def test_pieces_never_overlap_the_target() -> None:
     # worst case over the OOD box: the piece at its largest y, the target at its smallest
-    f = {x.name: x for x in FACTORS}
+    f = {x.name: x for x in StackInsert.factors}
     gap = f["base_y"].ood_range[0] - f["piece_y"].ood_range[1]
     block = np.sqrt(2) * (f["block_size"].ood_range[1] + f["base_size"].ood_range[1])
     peg = np.sqrt(2) * (f["peg_size"].ood_range[1] + 0.05)  # the hole block is 10 cm square
