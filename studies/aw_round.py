@@ -29,16 +29,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from coda_policy.awr import (
-    AWRConfig,
-    QSelectFactory,
-    SeededPolicy,
-    advantage_weighted_update,
-    build_table,
-    critic_inputs,
-    fit_table_critic,
-    load_seeded,
-)
+from coda_policy.advantages import build_table, critic_inputs, fit_table_critic
+from coda_policy.awr import AWRConfig, QSelectFactory, SeededPolicy, advantage_weighted_update, load_seeded
 from coda_policy.critic import ChunkCriticConfig
 from coda_policy.shaping import SHAPING_MODES, ShapingConfig, shape_episodes
 from coda_policy.threads import TRAIN_THREADS

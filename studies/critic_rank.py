@@ -19,7 +19,7 @@ trainer fits it (cross-fitted over episodes, `LearnConfig`'s critic settings), o
   has to infer from the policy's pooled features.
 
 Reported per variant: the mean normalised Â of demonstration chunks and of rollout chunks from successful and
-from failed episodes (`coda_policy.awr.advantage_groups`: a critic that learned anything ranks them
+from failed episodes (`coda_policy.advantages.advantage_groups`: a critic that learned anything ranks them
 demo ≳ success > failure), and the probability that a random successful-rollout chunk gets a higher Â than a
 random failed-rollout chunk (AUC; 0.5 is no ranking). The policy is not updated and no frozen suite is read:
 this measures the critic on the loop's own training data.
@@ -65,14 +65,14 @@ def measure(run: Path, round_no: int, variants: list[str]) -> list[dict[str, Any
     from agents.graph.rundir import RunDir
     from agents.graph.trainer import _concat
     from agents.replay import node_inputs
-    from coda_policy.awr import (
+    from coda_policy.advantages import (
         advantage_groups,
         build_table,
         critic_inputs,
         crossfit_advantages,
-        load_seeded,
         normalise,
     )
+    from coda_policy.awr import load_seeded
     from coda_policy.critic import ChunkCriticConfig
     from coda_policy.shaping import ShapingConfig, shape_episodes
     from sim.episode import Episode

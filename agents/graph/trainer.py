@@ -112,7 +112,8 @@ class PolicyTrainer:
         """Fit a chunk critic on shaped returns of rollouts and demos (each group shaped by its own training
         program), then update the policy by advantage-weighted flow matching."""
         self._threads()
-        from coda_policy.awr import AWRConfig, advantage_weighted_update, build_table, load_seeded
+        from coda_policy.advantages import build_table
+        from coda_policy.awr import AWRConfig, advantage_weighted_update, load_seeded
         from coda_policy.critic import ChunkCriticConfig
         from sim.episode import Episode
 
@@ -156,7 +157,8 @@ class PolicyTrainer:
         """The frozen-actor ablation's round: the actor stays as it is; a critic fitted on every chunk (the
         programs' shaped returns, no potential input: it runs at deployment, where none is evaluated) is
         saved with it, and at every decision picks the best of `select_k` sampled chunks by Q."""
-        from coda_policy.awr import critic_inputs, fit_table_critic, save_q_select
+        from coda_policy.advantages import critic_inputs, fit_table_critic
+        from coda_policy.awr import save_q_select
 
         critic, cm = fit_table_critic(critic_inputs(policy, table), critic_cfg, device=self.config.device)
         save_q_select(policy, critic.cpu(), self.config.select_k, out)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from agents.graph.trainer import _concat
-from coda_policy.awr import _mask, advantage_groups
+from coda_policy.advantages import advantage_groups, as_mask
 from coda_policy.shaping import ShapingConfig, shape_episodes
 from programs.seeds import seed_library
 from tests.coda_policy.test_shaping import synthetic_episode
@@ -48,4 +48,4 @@ def test_group_advantages_partition_the_chunks() -> None:
 
 def test_an_integer_mask_is_refused() -> None:
     with pytest.raises(TypeError, match="boolean mask"):
-        _mask(np.array([1, 0, 1]))
+        as_mask(np.array([1, 0, 1]))

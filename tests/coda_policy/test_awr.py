@@ -7,20 +7,22 @@ import numpy as np
 import pytest
 import torch
 
-from coda_policy.awr import (
-    AWRConfig,
-    QSelectPolicy,
+from coda_policy.advantages import (
     advantage_groups,
-    advantage_weights,
-    awr_weights,
     build_table,
     critic_inputs,
     crossfit_advantages,
     episode_folds,
     fit_table_critic,
+    normalise,
+)
+from coda_policy.awr import (
+    AWRConfig,
+    QSelectPolicy,
+    advantage_weights,
+    awr_weights,
     imitated,
     lr_factor,
-    normalise,
     weighted_update,
 )
 from coda_policy.critic import ChunkCriticConfig

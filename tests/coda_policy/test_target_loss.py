@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from coda_policy.awr import AWRConfig, build_table, weighted_update
+from coda_policy.advantages import build_table
+from coda_policy.awr import AWRConfig, weighted_update
 from coda_policy.dataset import ChunkDataset, goal_token
 from coda_policy.object_token.features import token_names
 from coda_policy.registry import load_policy, make_config, make_policy
