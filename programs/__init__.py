@@ -31,6 +31,7 @@ _LAZY = {
                      "widened_range"),
                     "programs.factor_space"),
     "generation_from_source": "programs.source", "training_from_source": "programs.source",
+    "training_from_toml": "programs.source",
 }
 
 __all__, __getattr__ = lazy_exports(__name__, _LAZY)

@@ -1,6 +1,6 @@
 """The seed library: every registered task family's scene builder (its seed generation program) and seed
 training program, the starting point of every run. Both live in the family's folder
-(`sim/families/<family>/scene.py` and `train.py`); the loader reads them as text — programs never import
+(`sim/families/<family>/scene.py` and `train.toml`); the loader reads them as text — programs never import
 or run them; generation programs run in the sandbox.
 """
 
@@ -10,7 +10,7 @@ import functools
 from pathlib import Path
 
 from programs.model import GenerationProgram, TrainingProgram
-from programs.source import generation_from_source, training_from_source
+from programs.source import generation_from_source, training_from_toml
 
 
 def seed_families() -> tuple[str, ...]:
@@ -36,7 +36,7 @@ def seed_library() -> dict[str, tuple[GenerationProgram, TrainingProgram]]:
     out = {}
     for family in seed_families():
         gen, train = seed_paths(family)
-        out[family] = (generation_from_source(gen.read_text()), training_from_source(train.read_text()))
+        out[family] = (generation_from_source(gen.read_text()), training_from_toml(train.read_text()))
     return out
 
 

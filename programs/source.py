@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import tomllib
 from typing import Any
 
 from programs.model import GenerationProgram, TrainingProgram
@@ -141,3 +142,8 @@ def generation_from_source(source: str, **meta: Any) -> GenerationProgram:
 def training_from_source(source: str, **meta: Any) -> TrainingProgram:
     """A training program from a file of literal assignments (see `TRAINING_LITERALS`)."""
     return TrainingProgram.model_validate({**training_fields(source), **meta})
+
+
+def training_from_toml(text: str, **meta: Any) -> TrainingProgram:
+    """A training program from TOML whose keys are the program's fields (a family's seed, `train.toml`)."""
+    return TrainingProgram.model_validate({**tomllib.loads(text), **meta})

@@ -3,7 +3,7 @@
     scene.py    the factor schema (`FACTORS`, each factor with its facts) and `generate(rng, **factors)`,
                 written once in the sandbox-clean subset: it is the family's scene builder *and* its seed
                 generation program (the sandbox runs the same text)
-    train.py    the seed training program (literal assignments only; never imported)
+    train.toml  the seed training program (data: the program's fields, read by `programs.seeds`)
     family.py   the `TaskFamily` subclass: phases (`phase_table`, from the vocabulary in `phases.py`), the
                 scripted expert, phase labelling, registration
     __init__.py imports family.py (which registers it)
@@ -86,7 +86,7 @@ class TaskFamily(ABC):
     @classmethod
     def seed_paths(cls) -> tuple[Path, Path]:
         """(seed generation program = scene builder, seed training program) files."""
-        return Path(inspect.getfile(cls.builder)), cls.folder() / "train.py"
+        return Path(inspect.getfile(cls.builder)), cls.folder() / "train.toml"
 
     # ---- factors ----------------------------------------------------------------------------------
     @classmethod
