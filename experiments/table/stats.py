@@ -55,10 +55,10 @@ def change_vs_bootstrap(cells: Sequence[dict[str, Any]], boots: dict[int, dict[s
     diffs = []
     for c in cells:
         b = boots.get(c["seed"])
+        if b is None or not c.get("bootstrap_shared"):  # only cells that started from the seed's bootstrap
+            continue
         # a record of before the safetensors conversion names the .pt's hash (`canonical_sha256`)
-        same = b is not None and canonical_sha256(b["bootstrap_sha256"]) == canonical_sha256(
-            c.get("bootstrap_sha256"))
-        if not same or not c.get("bootstrap_shared"):
+        if canonical_sha256(b["bootstrap_sha256"]) != canonical_sha256(c.get("bootstrap_sha256")):
             continue
         fams = c["families"]
         diffs.append(sum(c[split][f] - b[split][f] for f in fams) / len(fams))
