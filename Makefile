@@ -35,7 +35,7 @@ test-pi05: setup-pi05  ## the π0.5 backend (tiny PI05 on the CPU) in its own en
 lint: setup
 	$(PY) -m ruff check .
 
-bench: setup  ## speed figures quoted in the README
+bench: setup  ## simulator speed (docs/benchmarks.md): steps/s, render ms/frame, episode-pool episodes/s
 	$(PY) -m bench.sim
 
 experts: setup  ## expert success per family, in and out of distribution (100 scenes each)
