@@ -24,6 +24,12 @@ PolicyFactory = Callable[["SceneSpec"], "Policy"]
 ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+def worker_env(mujoco_gl: str | None) -> dict[str, str]:
+    """The environment of every episode worker, local or Ray: one BLAS/OpenMP thread each (a pool of
+    workers, not threads inside one), and `MUJOCO_GL` when one is given."""
+    return {k: "1" for k in ONE_THREAD} | ({"MUJOCO_GL": mujoco_gl} if mujoco_gl else {})
+
+
 @dataclass(frozen=True, kw_only=True)
 class EpisodeJob:
     """One episode to run. The policy factory must be picklable (a module-level function or class)."""

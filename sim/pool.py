@@ -25,7 +25,6 @@ from typing import Any
 import sim.ray_pool  # noqa: F401  (registers the "ray" executor; Ray itself loads only when a pool starts)
 from sim.jobs import (  # noqa: F401  (EpisodeResult, PolicyFactory, run_job: re-exported for callers)
     EXECUTORS,
-    ONE_THREAD,
     EpisodeJob,
     EpisodeResult,
     Executor,
@@ -33,6 +32,7 @@ from sim.jobs import (  # noqa: F401  (EpisodeResult, PolicyFactory, run_job: re
     failed_result,
     run_job,
     warm_worker,
+    worker_env,
 )
 
 
@@ -46,10 +46,7 @@ def _exit_with(parent: int, every_s: float = 1.0) -> None:
 
 def _init_worker(mujoco_gl: str | None) -> None:
     threading.Thread(target=_exit_with, args=(os.getppid(),), name="exit-with-parent", daemon=True).start()
-    for k in ONE_THREAD:
-        os.environ[k] = "1"
-    if mujoco_gl:
-        os.environ["MUJOCO_GL"] = mujoco_gl
+    os.environ.update(worker_env(mujoco_gl))
     try:  # for BLAS libraries loaded before this ran; not a dependency
         from threadpoolctl import threadpool_limits
 
@@ -104,7 +101,7 @@ class EpisodePool:
             self._ex = None
 
     def _start(self) -> None:
-        env = {k: "1" for k in ONE_THREAD} | ({"MUJOCO_GL": self.mujoco_gl} if self.mujoco_gl else {})
+        env = worker_env(self.mujoco_gl)
         with _child_env(env):
             self._ex = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                            initializer=_init_worker, initargs=(self.mujoco_gl,))

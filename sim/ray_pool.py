@@ -33,7 +33,6 @@ from typing import Any
 
 from sim.jobs import (
     EXECUTORS,
-    ONE_THREAD,
     EpisodeJob,
     EpisodeResult,
     Executor,
@@ -41,6 +40,7 @@ from sim.jobs import (
     fits_here,
     run_job,
     warm_worker,
+    worker_env,
 )
 
 MAX_RETRIES = 3  # Ray's retries of a task whose worker process died
@@ -148,7 +148,7 @@ class RayEpisodePool:
 
         if self._episode is not None:
             return
-        env = {k: "1" for k in ONE_THREAD} | ({"MUJOCO_GL": self.mujoco_gl} if self.mujoco_gl else {})
+        env = worker_env(self.mujoco_gl)
         if not ray.is_initialized():
             local = self.address in (None, "local")
             try:
