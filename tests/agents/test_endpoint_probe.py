@@ -4,7 +4,6 @@ for its model list (with the key), and one without a model list is taken as it i
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +14,7 @@ import pytest
 
 from agents.run_checks import probe_endpoint
 from common.cli import UsageError
-from tests.fakes.openai_server import FakeOpenAIServer, tool_call_reply
+from tests.fakes.openai_server import FakeOpenAIServer, send_json, tool_call_reply
 
 
 @contextmanager
@@ -30,12 +29,7 @@ def _endpoint(status: int, payload: dict[str, Any]) -> Iterator[tuple[str, list[
 
         def _answer(self) -> None:
             seen.append((self.command, self.path, self.headers.get("Authorization", "")))
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, payload)
 
         do_GET = do_POST = _answer
 

@@ -17,6 +17,16 @@ from typing import Any
 Reply = tuple[int, dict[str, Any]]  # HTTP status, JSON body
 
 
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+    """Answer the request `handler` is serving with `status` and `payload` as JSON."""
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 def tool_name(body: dict[str, Any]) -> str:
     """The function the client asked for (the structured-output schema's name)."""
     tools = body.get("tools") or []
@@ -101,12 +111,7 @@ class FakeOpenAIServer:
                 pass
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, payload)
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
