@@ -77,20 +77,22 @@ def _secure_lift(r: dict[str, str]) -> Stage:
     return "secure_lift", f"grasped({s}) and bottom({s}) > 0.015", f"clip(bottom({s}) / 0.015, 0, 1)"
 
 
-def _halfway_to_target(r: dict[str, str]) -> Stage | None:
-    s, t = r["subject"], r.get("target")
-    if t is None:
-        return None
-    return ("halfway", f"grasped({s}) and xy_dist({s}, {t}) < 0.12",
-            f"1 - clip((xy_dist({s}, {t}) - 0.12) / 0.3, 0, 1)")
+def _to_target(name: str, done: str, progress: str) -> Callable[[dict[str, str]], Stage | None]:
+    """An emphasis that carries the subject to the target (`{s}`, `{t}` in `done` and `progress`); None
+    without a target role."""
+
+    def stage(r: dict[str, str]) -> Stage | None:
+        s, t = r["subject"], r.get("target")
+        return None if t is None else (name, done.format(s=s, t=t), progress.format(s=s, t=t))
+
+    return stage
 
 
-def _centred_over_target(r: dict[str, str]) -> Stage | None:
-    s, t = r["subject"], r.get("target")
-    if t is None:
-        return None
-    return ("centred_over_target", f"xy_dist({s}, {t}) < 0.015 and bottom({s}) < top({t}) + 0.03",
-            f"1 - clip(xy_dist({s}, {t}) / 0.03, 0, 1)")
+_halfway_to_target = _to_target("halfway", "grasped({s}) and xy_dist({s}, {t}) < 0.12",
+                                "1 - clip((xy_dist({s}, {t}) - 0.12) / 0.3, 0, 1)")
+_centred_over_target = _to_target("centred_over_target",
+                                  "xy_dist({s}, {t}) < 0.015 and bottom({s}) < top({t}) + 0.03",
+                                  "1 - clip(xy_dist({s}, {t}) / 0.03, 0, 1)")
 
 
 def _joint(r: dict[str, str]) -> tuple[str, str, str] | None:
