@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from coda_policy import checkpoint
+from common.cli import comma_list
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -40,7 +41,11 @@ def convert(old: str | Path, new: str | Path | None = None) -> Path:
     new = Path(new) if new is not None else old.with_suffix(checkpoint.SUFFIX)
     if new.resolve() == old.resolve():
         raise ValueError(f"{old} would be overwritten; give --out")
-    ckpt = torch.load(old, map_location="cpu", weights_only=True)
+    try:
+        ckpt = torch.load(old, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch's restricted unpickler fails on a non-checkpoint with any error type
+        raise ValueError(f"{old} is not a torch checkpoint that loads with weights_only=True "
+                         f"({type(e).__name__}: {e})") from e
     if not isinstance(ckpt, dict):
         raise ValueError(f"{old} holds a {type(ckpt).__name__}, not a checkpoint dict")
     checkpoint.save_checkpoint(ckpt, new)
@@ -52,7 +57,7 @@ def convert(old: str | Path, new: str | Path | None = None) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m coda_policy.convert", description=__doc__.split("\n\n")[0])
-    ap.add_argument("old", nargs="+", type=Path, help="pickled .pt checkpoint(s)")
+    ap.add_argument("old", type=comma_list(Path), help="pickled .pt checkpoint(s), comma-separated")
     ap.add_argument("--out", type=Path, default=None, help="where to write (one input only)")
     a = ap.parse_args(argv)
     if a.out is not None and len(a.old) > 1:
@@ -62,7 +67,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: no such file: {old}", file=sys.stderr)
             return 2
         print(f"unpickling {old} once with torch.load(weights_only=True) to convert it")
-        print(f"wrote {convert(old, a.out)}")
+        try:
+            print(f"wrote {convert(old, a.out)}")
+        except (ValueError, RuntimeError) as e:  # a bad file, not a bug: one line
+            print(f"error: cannot convert {old}: {str(e).splitlines()[0]}", file=sys.stderr)
+            return 2
     return 0
 
 

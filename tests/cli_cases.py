@@ -130,6 +130,8 @@ CASES = [
     Case("bootcost_preset_typo", "studies.bootstrap_cost", "--preset timd", 2, "Did you mean"),
     Case("bootcost_no_kept_bootstrap", "studies.bootstrap_cost",
          "--preset smoke --seeds 0, --results {tmp}", 2, "no kept bootstrap for seed 0"),
+    Case("convert_not_a_checkpoint", "coda_policy.convert", "{bin}", 2, "not a torch checkpoint"),
+    Case("convert_missing", "coda_policy.convert", "{tmp}/none.pt", 2, "no such file"),
 ]
 
 PROGRAM = '''

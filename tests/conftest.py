@@ -1,4 +1,4 @@
-"""Suite-wide: `gpu`-marked tests run where torch sees a CUDA device and are skipped, with the reason,
+"""Suite-wide: the smoke table's readers kept on one xdist worker; `gpu`-marked tests run where torch sees a CUDA device and are skipped, with the reason,
 everywhere else (so `make test` on a GPU machine runs them; CI's CPU machines report them skipped)."""
 
 from __future__ import annotations
@@ -10,6 +10,11 @@ pytest_plugins = ("tests.smoke_table",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # with pytest-xdist (`-n`, the default), every reader of the session's smoke table runs on one worker,
+    # so the table is built once rather than once per worker
+    for item in items:
+        if "smoke_table" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("smoke_table"))
     gpu = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu:
         return
