@@ -29,41 +29,45 @@ from sim.scene import SceneSpec
 
 
 @dataclass(frozen=True)
-class LooseGrip:
-    """Policy factory: the expert, closing the gripper with command `close` (≈ 4 cm × (1 − close))."""
+class Handicapped:
+    """Policy factory: the scripted expert, its action altered by `alter` (the handicap) at every step."""
 
-    close: float = 0.05
+    def alter(self, a: np.ndarray, obs: Observation) -> None:
+        raise NotImplementedError
 
     def __call__(self, scene: SceneSpec) -> object:
         expert = ExpertPolicy(scene)
 
         def act(obs: Observation) -> np.ndarray:
             a = expert(obs)[0].copy()
-            a[6] = min(a[6], self.close)
+            self.alter(a, obs)
             return a[None]
 
         return act
 
 
 @dataclass(frozen=True)
-class ShortReach:
-    """Policy factory: the expert, unable to move the hand outwards past `radius` from the robot's base."""
+class LooseGrip(Handicapped):
+    """The expert, closing the gripper with command `close` (≈ 4 cm × (1 − close))."""
+
+    close: float = 0.05
+
+    def alter(self, a: np.ndarray, obs: Observation) -> None:
+        a[6] = min(a[6], self.close)
+
+
+@dataclass(frozen=True)
+class ShortReach(Handicapped):
+    """The expert, unable to move the hand outwards past `radius` from the robot's base."""
 
     radius: float = 0.66
 
-    def __call__(self, scene: SceneSpec) -> object:
-        expert = ExpertPolicy(scene)
-
-        def act(obs: Observation) -> np.ndarray:
-            a = expert(obs)[0].copy()
-            rel = obs.state.ee_pos[:2] - np.array(ROBOT_BASE[:2])
-            r = float(np.linalg.norm(rel))
-            if r > self.radius:
-                out = rel / r
-                a[:2] -= max(float(a[:2] @ out), 0.0) * out
-            return a[None]
-
-        return act
+    def alter(self, a: np.ndarray, obs: Observation) -> None:
+        rel = obs.state.ee_pos[:2] - np.array(ROBOT_BASE[:2])
+        r = float(np.linalg.norm(rel))
+        if r > self.radius:
+            out = rel / r
+            a[:2] -= max(float(a[:2] @ out), 0.0) * out
 
 
 HANDICAPS = {"loose_grip": (LooseGrip(), {"subject_size"}), "short_reach": (ShortReach(), {"subject_pos",
