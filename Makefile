@@ -10,7 +10,7 @@ setup:
 setup-llm:  ## setup + the embedded LLM (llama.cpp server built once, offline model weights)
 	@bash scripts/setup.sh --llm
 
-setup-pi05:  ## setup + .venv-pi05, the optional π0.5 backend (lerobot 0.4.4; README "Use your own π0.5")
+setup-pi05:  ## setup + .venv-pi05, the optional π0.5 backend (lerobot 0.4.4; docs/pi05.md)
 	@bash scripts/setup.sh --pi05
 
 # The main job: two full CoDA rounds, offline on the CPU, with the embedded LLM (--resume continues a run

@@ -20,7 +20,7 @@ _SPEC = re.compile(r"^(cpu|auto|cuda(:\d+)?)$")
 GPU_INSTALL = ("the torch installed by `make setup` is the CPU build; on a machine with an NVIDIA GPU "
                "install a CUDA build into the same environment, e.g. `.venv/bin/pip install "
                "--force-reinstall torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128` "
-               "(README, 'Your GPU')")
+               "(docs/loop.md, 'Your GPU')")
 
 
 class DeviceUnavailable(ValueError):

@@ -1,7 +1,7 @@
 """Configuration of the π0.5 backend (registered as "pi05"; the model: `modeling_pi05` beside it).
 
 Importing this module needs nothing beyond the default install; building the policy needs lerobot, which
-lives in the optional environment `make setup-pi05` makes (.venv-pi05; README "Use your own π0.5")."""
+lives in the optional environment `make setup-pi05` makes (.venv-pi05; docs/pi05.md)."""
 
 from __future__ import annotations
 

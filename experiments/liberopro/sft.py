@@ -14,7 +14,7 @@ expert's own action from the state it is in — so the data shows how to come ba
 wrong policy reaches (FINDINGS #19: plain cloning drifts off the demonstrations within 40 steps). The
 policy reads privileged state as object tokens (`coda_policy.object_token.libero_features`) and predicts
 chunks of LIBERO's own 7-D actions. The public LIBERO demonstration datasets cannot be downloaded here; the
-scripted expert is where the demonstrations come from (its success per suite is in the README).
+scripted expert is where the demonstrations come from (its success per suite is in docs/libero.md).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ with `--commit`, commits it — exactly what the local path does, so a table may
 finished on a cluster or the other way round. A cell is an ordinary run directory, so a task that dies
 (its node lost) is retried and resumes where the run's checkpoint stopped.
 
-What the cluster needs (README, "Scale out on Ray"): the package installed on every node, and `--out` on
+What the cluster needs (docs/loop.md, "Scale out on Ray"): the package installed on every node, and `--out` on
 storage every node sees under the same path (run directories and checkpoints are plain files there).
 
 Cell tasks reserve no CPU (a cell mostly waits for its episodes, which do); at most `parallel` of them run at

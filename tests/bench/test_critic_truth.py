@@ -51,7 +51,7 @@ def test_scores_count_right_factors_phases_and_unusable_answers(monkeypatch) -> 
     assert s["local/alone"]["unusable"] == 1 and s["local/alone"]["factor_right"] == 1
 
 
-@pytest.mark.slow  # covered by `python -m bench.agents.critic_truth` (README, "Measured")
+@pytest.mark.slow  # covered by `python -m bench.agents.critic_truth` (docs/benchmarks.md)
 def test_the_benchmark_end_to_end(tmp_path) -> None:
     out = tmp_path / "r.json"
     assert main(["--families", "pick_place", "--draws", "8", "--out", str(out)]) == 0
