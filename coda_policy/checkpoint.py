@@ -18,7 +18,7 @@ import os
 import stat
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -85,6 +85,25 @@ def save_checkpoint(ckpt: dict[str, Any], path: str | Path) -> Path:
     os.chmod(tmp, _umask_mode(path.parent))  # safetensors writes 0600; a checkpoint is an ordinary file
     tmp.replace(path)
     return path
+
+
+def check_format(ckpt: dict[str, Any], expected: int) -> None:
+    """Refuse a checkpoint whose layout version is not `expected` (a backend's FORMAT)."""
+    if ckpt.get("format") != expected:
+        raise ValueError(f"checkpoint format {ckpt.get('format')!r} is not {expected}")
+
+
+class Checkpointed:
+    """`save`/`load` for a class whose `checkpoint()` returns its checkpoint dict and whose classmethod
+    `from_checkpoint(ckpt)` builds one back from it."""
+
+    def save(self, path: str | Path) -> Path:
+        """Write `checkpoint()` to one .safetensors file."""
+        return save_checkpoint(self.checkpoint(), path)  # type: ignore[attr-defined]
+
+    @classmethod
+    def load(cls, path: str | Path) -> Self:
+        return cls.from_checkpoint(load_checkpoint(path))  # type: ignore[attr-defined]
 
 
 def _umask_mode(folder: Path) -> int:

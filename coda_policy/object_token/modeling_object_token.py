@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from coda_policy.checkpoint import load_checkpoint, save_checkpoint
+from coda_policy.checkpoint import Checkpointed, check_format
 from coda_policy.dataset import ChunkData, ChunkDataset, goal_token
 from coda_policy.device import module_device, to_device
 from coda_policy.object_token.configuration_object_token import ObjectTokenConfig
@@ -46,7 +45,7 @@ def _time_embedding(t: Tensor, d: int) -> Tensor:
     return torch.cat([ang.sin(), ang.cos()], dim=-1)
 
 
-class ObjectTokenPolicy(nn.Module):
+class ObjectTokenPolicy(Checkpointed, nn.Module):
     """The default policy backend. See the module docstring for the data it speaks."""
 
     config_class = ObjectTokenConfig
@@ -225,6 +224,8 @@ class ObjectTokenPolicy(nn.Module):
         self.normalizer.set(stats)
 
     def checkpoint(self) -> dict[str, Any]:
+        """Config, weights and normalisation statistics (buffers): what `save` writes to one .safetensors
+        file."""
         return {
             "format": FORMAT,
             "config": dataclasses.asdict(self.config),
@@ -232,18 +233,9 @@ class ObjectTokenPolicy(nn.Module):
             "state_dict": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()},
         }
 
-    def save(self, path: str | Path) -> Path:
-        """Write config, weights and normalisation statistics (buffers) to one .safetensors file."""
-        return save_checkpoint(self.checkpoint(), path)
-
     @classmethod
     def from_checkpoint(cls, ckpt: dict[str, Any]) -> ObjectTokenPolicy:
-        if ckpt.get("format") != FORMAT:
-            raise ValueError(f"checkpoint format {ckpt.get('format')!r} is not {FORMAT}")
+        check_format(ckpt, FORMAT)
         policy = cls(cls.config_class(**ckpt["config"]))
         policy.load_state_dict(ckpt["state_dict"])
         return policy.eval()
-
-    @classmethod
-    def load(cls, path: str | Path) -> ObjectTokenPolicy:
-        return cls.from_checkpoint(load_checkpoint(path))

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from coda_policy.checkpoint import load_checkpoint, save_checkpoint
+from coda_policy.checkpoint import Checkpointed, check_format
 from coda_policy.dataset import ChunkData
 from coda_policy.pi05.configuration_pi05 import Pi05Config
 from coda_policy.pi05.data import samples
@@ -87,7 +87,7 @@ class QuantileStats:
         return cls(np.asarray(d["state"], float), np.asarray(d["actions"], float))
 
 
-class Pi05Policy(nn.Module):
+class Pi05Policy(Checkpointed, nn.Module):
     """See the module docstring."""
 
     config_class = Pi05Config
@@ -276,25 +276,18 @@ class Pi05Policy(nn.Module):
 
     # ---- persistence -----------------------------------------------------------------------------
     def checkpoint(self) -> dict[str, Any]:
+        """Config, quantile statistics (JSON) and PI05's weights: what `save` writes to one .safetensors
+        file."""
         return {"format": FORMAT, "config": dataclasses.asdict(self.config), "stats": self.stats.to_json(),
                 "state_dict": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}}
 
-    def save(self, path: str | Path) -> Path:
-        """Config, quantile statistics (JSON) and PI05's weights in one .safetensors file."""
-        return save_checkpoint(self.checkpoint(), path)
-
     @classmethod
     def from_checkpoint(cls, ckpt: dict[str, Any]) -> Pi05Policy:
-        if ckpt.get("format") != FORMAT:
-            raise ValueError(f"checkpoint format {ckpt.get('format')!r} is not {FORMAT}")
+        check_format(ckpt, FORMAT)
         cfg = dict(ckpt["config"], cameras=tuple(ckpt["config"]["cameras"]), pretrained="")
         policy = cls(cls.config_class(**cfg), QuantileStats.from_json(ckpt["stats"]))
         policy.model.load_state_dict(ckpt["state_dict"])
         return policy.eval()
-
-    @classmethod
-    def load(cls, path: str | Path) -> Pi05Policy:
-        return cls.from_checkpoint(load_checkpoint(path))
 
 
 @dataclasses.dataclass
