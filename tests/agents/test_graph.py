@@ -1,6 +1,8 @@
 """The graph: its shape, routing, a CoDA round that founds a difficulty mode and reuses its programs (and a
-fork of that run at a round boundary), the bounded writer retries with the exact error fed back, and every
-baseline as a configuration of the same graph with the same generation budget."""
+fork of that run at a round boundary), the bounded writer retries with the exact error fed back. What one
+node decides for every method (the same budget, the update kind, diagnose or not) is checked at node level
+in tests/agents/nodes/; `test_replay_trains_each_round_on_every_demo_so_far` runs the graph of methods
+without a critic (rollout → train)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import METHODS
 from agents.graph import routing
 from agents.graph.build import build_graph
 from agents.graph.deps import open_deps
@@ -137,21 +138,6 @@ def test_a_slot_that_keeps_failing_is_reported_and_backfilled(deps_for) -> None:
     assert len(row["generation"]["slots_failed"]) == 1 and row["generation"]["backfilled"] > 0
 
 
-@pytest.mark.parametrize("method", METHODS.names())
-def test_every_method_is_the_same_graph_with_the_same_budget(deps_for, method: str) -> None:
-    trainer = FakeTrainer(ALWAYS_FAILS)
-    deps = deps_for(method, trainer=trainer, rounds=1)
-    final = run_graph(deps)
-    assert accepted_per_family(final["slots"]) == {"pick_place": deps.config.budget}
-    m = METHODS.get(method)
-    updates = [c for c, _ in trainer.calls]
-    assert updates[0] == ("bootstrap" if m.bootstrap_sft else "initial")
-    expected = {"none": [], "sft": ["finetune"], "aw": [f"aw_update:{m.shaping}"]}[m.update]
-    assert updates[1:] == expected
-    cost = read_metrics(deps.run.root / "metrics.jsonl")[-1]["cost"]
-    assert ("diagnose" in cost) == m.diagnose
-
-
 def test_presets_round_trip_and_typos_get_a_hint() -> None:
     from agents.config import PRESETS, RunConfig, get_preset
 
@@ -162,7 +148,6 @@ def test_presets_round_trip_and_typos_get_a_hint() -> None:
         RunConfig(method="cdoa")
     with pytest.raises(KeyError, match="smoke"):
         get_preset("smok")
-
 
 
 @pytest.mark.parametrize("method", ["coda", "critic_no_memory"])
@@ -207,25 +192,6 @@ def test_variants_move_variant_factors_factors_at_once(deps_for, method: str) ->
                 assert f.range[1] <= ref.range[0] + third or f.range[0] >= ref.range[1] - third
     with pytest.raises(ValueError, match="variant_factors"):
         config("uniform", variant_factors=0)
-
-
-def test_diagnoses_are_taken_in_turn_from_every_family() -> None:
-    """With `diagnose_max` below the failures, each family gets a diagnosis before any gets a second (the
-    slots of the families listed first used to take them all)."""
-    from types import SimpleNamespace
-
-    from agents.graph.nodes.diagnose import _failed_train_episodes
-    from agents.graph.nodes.rollout import scene_id
-
-    slots = [{"family": fam, "mode_id": m,
-              "accepted": [f"scenes/{fam}_{m}_{fam}{m}{i}.json" for i in range(3)]}
-             for fam in ("a", "b", "c") for m in ("seed", "var")]
-    by_scene = {scene_id(p): SimpleNamespace(path=p, success=False)
-                for s in slots for p in s["accepted"]}
-    deps = SimpleNamespace(config=SimpleNamespace(diagnose_max=4))
-    got = _failed_train_episodes(deps, {"slots": slots}, by_scene)
-    assert [(s["family"], s["mode_id"]) for s, _ in got] == [("a", "seed"), ("b", "seed"), ("c", "seed"),
-                                                              ("a", "var")]
 
 
 @pytest.mark.parametrize("method", ["sft", "scalar"])

@@ -1,0 +1,40 @@
+"""`allocate`: every method gives each family the same generation budget, split over its arms as the
+config says; only the arms differ."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.config import METHODS
+from agents.graph.nodes.allocate import allocate, split_budget
+from tests.agents.graphkit import call
+
+PER_ROUND = {"rollouts", "rollout_failures", "diagnoses", "critic_failures", "unusable_answers", "modes",
+             "programs", "compiled", "train_metrics", "measured", "cost"}
+
+
+@pytest.mark.parametrize("method", METHODS.names())
+def test_every_method_gets_the_same_budget_split_over_its_arms(before, method: str) -> None:
+    deps, state = before("allocate", method)
+    update = call(allocate, state, deps)
+    assert set(update) == {"round", "slots", "mode_programs"} | PER_ROUND
+    assert update["round"] == 1 and not any(update[k] for k in PER_ROUND)
+    cfg, m, slots = deps.config, METHODS.get(method), update["slots"]
+    assert sum(s["n"] for s in slots) == cfg.budget  # the same budget for every method
+    assert {s["family"] for s in slots} == {"pick_place"} and len(slots) <= cfg.max_arms
+    assert all(s["status"] == "pending" and s["held"] == cfg.held and s["program"] for s in slots)
+    arms = [s["mode_id"] for s in slots]
+    if m.generator == "seed":
+        assert arms == ["seed"]
+    elif m.generator == "domain_randomization":
+        assert arms == ["dr"]
+    elif m.generator in ("critic", "memory"):  # no mode yet: the seed arm (if kept), then exploration
+        assert arms[0] == "seed" if m.seed_arm else "seed" not in arms
+        assert all(a.startswith("var_") for a in arms[1:])
+    else:
+        assert all(a.startswith("var_") or a == "seed" for a in arms)
+    # nothing measured yet: every arm weighs the same, so the budget is split evenly (largest remainder)
+    assert [s["n"] for s in slots] == list(split_budget(cfg.budget, dict.fromkeys(arms, 1.0)).values())
+    for s in slots:  # an arm that is not the seed's is remembered with its programs
+        if s["mode_id"] != "seed":
+            assert update["mode_programs"][f"{s['mode_id']}|pick_place"] == [s["program"], s["train_program"]]

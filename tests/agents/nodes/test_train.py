@@ -1,0 +1,27 @@
+"""`train`: the round's policy update is the one the method asks for (none, SFT on the round's demos and
+the replayed ones, or advantage-weighted with the method's shaping), recorded once."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.config import METHODS
+from agents.graph.nodes.learn import train
+from tests.agents.graphkit import call
+
+
+@pytest.mark.parametrize("method", METHODS.names())
+def test_the_trainer_gets_the_update_the_method_asks_for(before, method: str) -> None:
+    deps, state = before("train", method)
+    update = call(train, state, deps)
+    assert set(update) == {"policy", "train_metrics", "demo_history"}
+    m = METHODS.get(method)
+    expected = {"none": [], "sft": ["finetune"], "aw": [f"aw_update:{m.shaping}"]}[m.update]
+    assert [kind for kind, _ in deps.trainer.calls] == expected
+    assert update["train_metrics"]["update"] == m.update
+    assert update["policy"] == "policy/round_01.safetensors" and (deps.run.root / update["policy"]).exists()
+    round_demos = [d for s in state["slots"] for d in s["demos"]]
+    assert update["demo_history"]["pick_place"] == state["demo_history"]["pick_place"] + round_demos
+    if m.update == "sft":  # the round's demos and (replay) every earlier one
+        assert deps.trainer.calls[0][1] == len(update["demo_history"]["pick_place"])
+    assert call(train, state, deps) == update and len(deps.trainer.calls) == len(expected)  # kept
