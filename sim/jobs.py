@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from common.machine import available_mb, cpu_count, machine_workers
 from common.registry import Registry
@@ -114,6 +114,24 @@ def fits_here(workers: int, address: str | None = None) -> None:
     if workers > (limit := machine_workers()):
         raise ValueError(f"--workers {workers}: this machine runs at most {limit} episode workers "
                          f"({cpu_count()} CPUs, {available_mb() // 1024} GiB free); give at most {limit}")
+
+
+class Pool:
+    """Both episode pools as a context manager: `with make_pool(...) as pool:` starts the workers (`_open`)
+    and closes them (`close`) however the block ends."""
+
+    def __enter__(self) -> Self:
+        self._open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _open(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,6 +29,7 @@ from sim.jobs import (  # noqa: F401  (EpisodeResult, PolicyFactory, run_job: re
     EpisodeResult,
     Executor,
     PolicyFactory,
+    Pool,
     failed_result,
     run_job,
     warm_worker,
@@ -71,7 +72,7 @@ def _child_env(values: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-class EpisodePool:
+class EpisodePool(Pool):
     """`with EpisodePool(workers=2) as pool: results = pool.run(jobs)`; results are in job order.
 
     Workers are spawned, so a script that makes a pool needs the `if __name__ == "__main__":` guard.
@@ -87,13 +88,9 @@ class EpisodePool:
         self.restarts = 0  # how many times a broken pool was rebuilt
         self._ex: ProcessPoolExecutor | None = None
 
-    def __enter__(self) -> EpisodePool:
-        if self.workers:
+    def _open(self) -> None:
+        if self.workers:  # no workers: `run` plays the jobs in this process
             self._start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._ex is not None:

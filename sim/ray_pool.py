@@ -36,6 +36,7 @@ from sim.jobs import (
     EpisodeJob,
     EpisodeResult,
     Executor,
+    Pool,
     failed_result,
     fits_here,
     run_job,
@@ -118,7 +119,7 @@ class RayExecutor:
         return self._remote.remote(fn, args).future()
 
 
-class RayEpisodePool:
+class RayEpisodePool(Pool):
     """Episodes as Ray tasks. `address=None` starts a local Ray instance of `workers` CPUs (stopped by
     `close`); `"auto"` or `"HOST:PORT"` joins a running cluster (left running)."""
 
@@ -136,12 +137,8 @@ class RayEpisodePool:
         self._episode: Any = None
         self._executor: RayExecutor | None = None
 
-    def __enter__(self) -> RayEpisodePool:
+    def _open(self) -> None:
         self._start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _start(self) -> None:
         import ray
