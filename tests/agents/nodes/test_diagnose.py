@@ -9,6 +9,7 @@ from agents.config import METHODS
 from agents.graph.build import build_graph
 from agents.graph.deps import Deps
 from agents.graph.nodes.diagnose import diagnose
+from agents.graph.nodes.rollout import scene_id
 from agents.graph.rundir import RunDir, read_json
 from tests.agents.graphkit import call, config
 from tests.fakes.trainer import FakeTrainer
@@ -33,8 +34,8 @@ def test_failed_training_rollouts_are_diagnosed_and_filed(before) -> None:
     rec = read_json(deps.run.root / update["diagnoses"][0])
     assert rec["verdict"] is None and rec["family"] == "pick_place" and rec["retries"] == 0
     assert rec["diagnosis"]["factor"] == "obj_yaw" and rec["episode"] in state["rollouts"]
-    training = {s for slot in state["slots"] for s in slot["accepted"]}
-    assert any(rec["episode"].split("_")[1] in s for s in training)  # a training scene, not a held one
+    training = {scene_id(s) for slot in state["slots"] for s in slot["accepted"]}
+    assert scene_id(rec["episode"]) in training  # a training scene, not a measurement one
     assert [kind for kind, _ in deps.agents.calls] == ["diagnose"]
     calls = len(deps.agents.calls)
     assert call(diagnose, state, deps) == update and len(deps.agents.calls) == calls  # re-run: on file
