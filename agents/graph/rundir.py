@@ -20,7 +20,26 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
+
+
+class RunFile:
+    """A read-only attribute of `RunDir`: the path of one fixed file (or folder) under the run's root."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, rundir: None, owner: type | None = None) -> RunFile: ...
+
+    @overload
+    def __get__(self, rundir: RunDir, owner: type | None = None) -> Path: ...
+
+    def __get__(self, rundir: RunDir | None, owner: type | None = None) -> Path | RunFile:
+        return self if rundir is None else rundir.root / self.name
+
+    def __set__(self, rundir: RunDir, value: object) -> None:
+        raise AttributeError(f"RunDir's {self.name} path is fixed")
 
 
 class RunDir:
@@ -57,33 +76,14 @@ class RunDir:
     def policy(self, round_no: int) -> Path:
         return self.dir("policy") / f"round_{round_no:02d}.safetensors"
 
-    @property
-    def config(self) -> Path:
-        return self.root / "config.json"
-
-    @property
-    def metrics(self) -> Path:
-        return self.root / "metrics.jsonl"
-
-    @property
-    def report(self) -> Path:
-        return self.root / "report.html"
-
-    @property
-    def trace(self) -> Path:
-        return self.root / "trace.sqlite"
-
-    @property
-    def memory(self) -> Path:
-        return self.root / "memory"
-
-    @property
-    def llm_calls(self) -> Path:
-        return self.root / "llm_calls.jsonl"
-
-    @property
-    def llm_cache(self) -> Path:
-        return self.root / "llm_cache.sqlite"
+    # the run's fixed files, `<root>/<name>` (see the module docstring)
+    config = RunFile("config.json")
+    metrics = RunFile("metrics.jsonl")
+    report = RunFile("report.html")
+    trace = RunFile("trace.sqlite")
+    memory = RunFile("memory")
+    llm_calls = RunFile("llm_calls.jsonl")
+    llm_cache = RunFile("llm_cache.sqlite")
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
