@@ -1,20 +1,15 @@
-"""Suite-wide: the smoke table's readers kept on one xdist worker; `gpu`-marked tests run where torch sees a CUDA device and are skipped, with the reason,
+"""Suite-wide: `gpu`-marked tests run where torch sees a CUDA device and are skipped, with the reason,
 everywhere else (so `make test` on a GPU machine runs them; CI's CPU machines report them skipped)."""
 
 from __future__ import annotations
 
 import pytest
 
-# the smoke table (`smoke_table`), one per session for every folder that reads it
+# the smoke table (`smoke_table`), built once per test process (per xdist worker) for every folder that reads it
 pytest_plugins = ("tests.smoke_table",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # with pytest-xdist (`-n`, the default), every reader of the session's smoke table runs on one worker,
-    # so the table is built once rather than once per worker
-    for item in items:
-        if "smoke_table" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("smoke_table"))
     gpu = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu:
         return

@@ -21,7 +21,8 @@ def template_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_issue_case_is_listed() -> None:
     assert len(CASES) >= 35 and len({c.id for c in CASES}) == len(CASES)
     assert {c.module for c in CASES} == {"agents.run", "agents.replay", "sandbox.run",
-                                         "experiments.table.table1", "studies.bootstrap_cost"}
+                                         "experiments.table.table1", "studies.bootstrap_cost",
+                                         "coda_policy.convert"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
