@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-# the smoke table (`smoke_table`), built once per test process (per xdist worker) for every folder that reads it
+# the smoke table (`smoke_table`), built once per test process (per xdist worker) for the tests reading it
 pytest_plugins = ("tests.smoke_table",)
 
 
