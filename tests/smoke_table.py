@@ -1,24 +1,34 @@
-"""The smoke table, run once per test session and shared by the tests that read it (Table 1's, the Ray
+"""The smoke table, run once per test run and shared by the tests that read it (Table 1's, the Ray
 executor's, the ablations', and the studies' that read a finished cell): it is the slowest fixture of the
 suite. A plugin of the whole suite (`tests/conftest.py`), so tests/experiments/ and tests/studies/ share
-one."""
+one; under pytest-xdist the workers share it too — the first to need it builds it under a file lock in the
+run's common temporary folder, the others wait for it and read it."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 from pathlib import Path
 
 import pytest
 
 
 @pytest.fixture(scope="session")
-def smoke_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
-    """The smoke table run once here, locally: (cells' run directories, results, the table)."""
+def smoke_table(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+                ) -> tuple[Path, Path, dict]:
+    """The smoke table run once, locally: (cells' run directories, results, the table)."""
     from experiments.table import table1  # here: a plugin of every session, it must not slow collection
 
-    tmp = tmp_path_factory.mktemp("table1")
-    out, results = tmp / "runs", tmp / "results"
-    table = table1.run_table("smoke", table1.TABLE_METHODS, [0], critic="rules", workers=1, out=out,
-                             results=results, commit=False, command="test", log=lambda _: None)
-    return out, results, table
-
-
+    base = tmp_path_factory.getbasetemp()
+    if hasattr(request.config, "workerinput"):  # an xdist worker: its basetemp's parent is the run's
+        base = base.parent
+    tmp = base / "smoke_table"
+    out, results, done = tmp / "runs", tmp / "results", tmp / "table.json"
+    tmp.mkdir(exist_ok=True)
+    with open(base / "smoke_table.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            table = table1.run_table("smoke", table1.TABLE_METHODS, [0], critic="rules", workers=1, out=out,
+                                     results=results, commit=False, command="test", log=lambda _: None)
+            done.write_text(json.dumps(table))
+    return out, results, json.loads(done.read_text())
