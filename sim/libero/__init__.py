@@ -9,11 +9,11 @@ package's BDDL files, init states and meshes, all offline) behind small interfac
 - `drawer.DrawerExpert`: the goals `(Open R)` / `(Close R)` of a sliding drawer (turn the hand, take the
   handle, pull or push along the slide joint); `drawer.expert_for(env)` picks the expert for a task's goal
   and raises `expert.UnsupportedGoal` with the reason for the rest.
-- `scene.LiberoScene` and `validity.check`: a BDDL problem as data (read, edited, written back) and the
-  expert's verdict on a scene we wrote.
+- `scene.LiberoScene`: a BDDL problem as data (read, edited, written back); `episode.check_libero_scene`
+  is the expert's verdict on a scene we wrote.
 - `world.LiberoReader`: a LIBERO state as our `WorldState` — how the loop's episodes, and our policy
-  everywhere (`coda_policy.object_token.libero_features`), read these environments; the benchmark protocol on top of
-  them lives in `experiments.liberopro`.
+  everywhere (`coda_policy.object_token.libero_features`), read these environments; the benchmark protocol
+  on top of them lives in `experiments.liberopro`.
 
 Importing this package imports nothing heavy; robosuite and LIBERO load when an environment is made.
 """

@@ -12,9 +12,9 @@ of the four suites' original files), and the edits a generation program makes re
 
 LIBERO samples each object's start inside its region on reset, so a scene is a distribution of starts, as
 our `SceneSpec` programs are; a scene is valid when LIBERO builds the environment from the written file
-and the scripted expert solves its starts (`sim.validity` for the family's scenes). Our own `SceneSpec` describes our
-MuJoCo world (our objects, our fixtures), which LIBERO's meshes are not part of: the two meet at the
-generation program, which writes one kind of scene or the other, not through a conversion.
+and the scripted expert solves its starts (`sim.validity` for the family's scenes). Our own `SceneSpec`
+describes our MuJoCo world (our objects, our fixtures), which LIBERO's meshes are not part of: the two
+meet at the generation program, which writes one kind of scene or the other, not through a conversion.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ the out-of-distribution shell. LIBERO builds the scene from the installed packag
 (`sim.libero.world.libero_scene`) and samples each object's start inside its region from the scene's seed.
 The swap partners exclude the one LIBERO-Pro's `libero_object_swap` file uses for the task, and the
 paraphrases are not `libero_object_lan`'s wording: the benchmark's own perturbations stay held out
-(`tests/sim/test_libero_family.py` recomputes the table below from LIBERO's and LIBERO-Pro's files). LIBERO-Pro's object perturbation (a
-recoloured or resized item) is not an edit here: LIBERO ships one such variant for most items, and it is
-the one the benchmark uses.
+(`tests/sim/test_libero_family.py` recomputes the table below from LIBERO's and LIBERO-Pro's files).
+LIBERO-Pro's object perturbation (a recoloured or resized item) is not an edit here: LIBERO ships one such
+variant for most items, and it is the one the benchmark uses.
 Sandbox-clean subset: numpy and `sim.scene` only, no `str.format`; `FACTORS` is read as a literal.
 """
 
