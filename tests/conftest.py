@@ -10,6 +10,13 @@ pytest_plugins = ("tests.smoke_table",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # the smoke table's first reader runs first (its worker builds the table at once) and the other readers
+    # last, when it is built: under xdist no worker then waits on the table's lock (the same order on every
+    # worker, as xdist requires)
+    readers = [item for item in items if "smoke_table" in getattr(item, "fixturenames", ())]
+    if readers:
+        rest = [item for item in items if item not in readers]
+        items[:] = [readers[0], *rest, *readers[1:]]
     gpu = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu:
         return
