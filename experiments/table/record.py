@@ -5,13 +5,14 @@ suite evaluation, and the provenance every record and table page carries. Pure r
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from coda_policy.pretrained import sha256
 
 if TYPE_CHECKING:
     from agents.config import RunConfig
@@ -21,10 +22,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # (docs/results) are written only when named
 RUNS_RESULTS = ROOT / "runs" / "results"
 FORK_NOTE = "table_fork.json"  # in a cell forked from another table's cell (`experiments.table.fork`)
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def metrics_rows(run: Path) -> list[dict[str, Any]]:
