@@ -25,7 +25,7 @@ from typing import Any
 
 from agents.config import RunConfig
 from agents.graph.rundir import RunDir, read_metrics
-from common.cli import UsageError, run_cli
+from common.cli import UsageError, command_parser, run_cli
 from common.cli import console as cli_console
 
 PER_ROUND = ("programs", "scenes", "episodes", "validity", "diagnoses", "snapshots")
@@ -286,7 +286,7 @@ def fork(app: Any, run: RunDir, key: str, out: Path, rounds: int | None, console
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m agents.replay", description=__doc__.split("\n\n")[0])
+    p = command_parser("agents.replay", __doc__)
     p.add_argument("run_dir", type=Path, help="run directory")
     p.add_argument("--show", metavar="STEP", help="show one checkpoint (step number or checkpoint id)")
     p.add_argument("--fork", metavar="STEP", help="fork at a round boundary into --out")

@@ -37,7 +37,7 @@ from agents.run_checks import (
     check_trace,
     read_config_file,
 )
-from common.cli import UsageError, run_cli
+from common.cli import UsageError, command_parser, run_cli
 from common.cli import console as cli_console
 from sim.pool import EXECUTORS
 
@@ -45,7 +45,7 @@ BACKENDS = ("rules", "local", "openai", "replay")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m agents.run", description=__doc__.split("\n\n")[0])
+    p = command_parser("agents.run", __doc__)
     p.add_argument("--preset", default="default", help=f"one of {', '.join(PRESETS.names())}")
     p.add_argument("--config", type=Path, help="start from this RunConfig JSON (a run's config.json, or one "
                    "written by experiments.table) instead of --preset; the flags below still override it")

@@ -14,7 +14,6 @@ more than 12 workers).
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -22,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common.cli import worker_count
+from common.cli import command_parser, worker_count
 
 SIM_NODES = ("validate", "rollout", "verify", "measure")  # the nodes whose work is episodes
 
@@ -90,7 +89,7 @@ def round_costs(run: Path) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.executor", description=__doc__.split("\n\n")[0])
+    ap = command_parser("bench.executor", __doc__)
     ap.add_argument("--episodes", type=int, default=16, help="expert episodes per batch (families in turn)")
     ap.add_argument("--repeats", type=int, default=3, help="batches per executor (alternating)")
     ap.add_argument("--workers", type=worker_count, default=2, help="workers of each executor")

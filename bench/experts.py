@@ -8,13 +8,12 @@ the targets (95 % in distribution, 80 % out of distribution).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
 
-from common.cli import comma_list, worker_count
+from common.cli import comma_list, command_parser, worker_count
 from common.cli import console as cli_console
 
 TARGETS = {"id": 0.95, "ood": 0.80}
@@ -57,7 +56,7 @@ def evaluate(families: list[str], n: int, workers: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.experts", description=__doc__.split("\n\n")[0])
+    ap = command_parser("bench.experts", __doc__)
     ap.add_argument("--n", type=int, default=100, help="scenes per family and distribution")
     ap.add_argument("--families", type=comma_list(), default=[],
                     help="comma-separated task families (default: every registered one)")

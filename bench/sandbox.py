@@ -9,12 +9,12 @@ cold: start a one-worker pool and run one program (interpreter + numpy/pydantic 
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 from dataclasses import dataclass
 
+from common.cli import command_parser
 from common.registry import Registry
 from sandbox.config import PoolConfig
 from sandbox.pool import SandboxPool
@@ -93,7 +93,7 @@ def bench(config: BenchConfig) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.sandbox", description=__doc__.splitlines()[0])
+    parser = command_parser("bench.sandbox", __doc__)
     parser.add_argument("--preset", default="default", help="default or smoke")
     args = parser.parse_args(argv)
     report = bench(PRESETS.get(args.preset))

@@ -11,7 +11,6 @@ cores are shared and noisy.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -23,6 +22,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from common.cli import command_parser
 from sim.builder import SUBSTEPS
 from sim.env import SimEnv
 from sim.episode import ExpertPolicy, make_observation, run_episode
@@ -268,7 +268,7 @@ def run_bench(cfg: BenchConfig) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m bench.sim", description=__doc__.splitlines()[0])
+    ap = command_parser("bench.sim", __doc__)
     ap.add_argument("--quick", action="store_true", help="fewer repeats and episodes (about a minute)")
     ap.add_argument("--json", type=Path, help="also write the numbers to this file")
     ap.add_argument("--family", action="append", help="only these families (repeatable)")

@@ -11,13 +11,12 @@ its source with the suffix `.safetensors` (or at `--out` when one file is given)
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 from coda_policy import checkpoint
-from common.cli import comma_list
+from common.cli import comma_list, command_parser
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -56,7 +55,7 @@ def convert(old: str | Path, new: str | Path | None = None) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m coda_policy.convert", description=__doc__.split("\n\n")[0])
+    ap = command_parser("coda_policy.convert", __doc__)
     ap.add_argument("old", type=comma_list(Path), help="pickled .pt checkpoint(s), comma-separated")
     ap.add_argument("--out", type=Path, default=None, help="where to write (one input only)")
     a = ap.parse_args(argv)

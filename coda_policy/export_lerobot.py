@@ -14,7 +14,6 @@ per-sample losses by it as `(loss * w).sum() / w.sum()` over the finite ones. Ru
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from coda_policy.dataset import episode_paths
+from common.cli import command_parser
 from sim.builder import SUBSTEPS, TIMESTEP
 from sim.episode import Episode, proprio
 from sim.render import frames_at
@@ -98,8 +98,7 @@ def export(episodes: Sequence[Episode], out: Path, *, cameras: Sequence[str] = (
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m coda_policy.export_lerobot",
-                                 description=__doc__.split("\n")[0])
+    ap = command_parser("coda_policy.export_lerobot", __doc__)
     ap.add_argument("run", type=Path, help="a run directory (episodes/**), an episodes folder or one .npz")
     ap.add_argument("--out", type=Path, required=True, help="the dataset folder to create")
     ap.add_argument("--cameras", default="front,wrist")

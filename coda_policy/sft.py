@@ -9,7 +9,6 @@ inference latency, and writes `sft_summary.json`, `sft_metrics.jsonl` and `sft_l
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -27,6 +26,7 @@ from coda_policy.evaluate import EvalResult, eval_scenes, evaluate, latency_ms
 from coda_policy.object_token.configuration_object_token import ObjectTokenConfig
 from coda_policy.registry import make_policy
 from coda_policy.threads import WORKER_THREADS
+from common.cli import command_parser
 from common.cli import console as cli_console
 from common.registry import Registry
 from sim.families import get_family
@@ -363,7 +363,7 @@ POLICY_FLAGS = {
 
 def config_from_args(argv: list[str] | None = None) -> SFTConfig:
     """A preset with command-line overrides; a typo in a preset or family name exits with "did you mean"."""
-    p = argparse.ArgumentParser(prog="python -m coda_policy.sft", description=__doc__.splitlines()[0])
+    p = command_parser("coda_policy.sft", __doc__)
     p.add_argument("--preset", default="default", help=f"one of {PRESETS.names()}")
     for name, typ in RUN_FLAGS.items():
         p.add_argument(f"--{name.replace('_', '-')}", type=typ)

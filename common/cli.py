@@ -25,6 +25,12 @@ class UsageError(Exception):
     """Bad input to a command: printed as `error: <message>`, exit code 2."""
 
 
+def command_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
+    """The argument parser of `python -m <module>`: its help opens with the first paragraph of the module's
+    docstring, so every command describes itself the same way."""
+    return argparse.ArgumentParser(prog=f"python -m {module}", description=(doc or "").split("\n\n")[0])
+
+
 def comma_list(item: Callable[[str], Any] = str,
                choices: Sequence[Any] | None = None) -> Callable[[str], list]:
     """The argparse `type` of a list option: every list argument of every command is one comma-separated

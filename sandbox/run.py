@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from common.cli import UsageError, run_cli
+from common.cli import UsageError, command_parser, run_cli
 from sandbox.config import get_preset
 from sandbox.policy import check_source
 from sandbox.pool import SandboxPool, SandboxUnavailable
@@ -60,7 +60,7 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sandbox.run", description=__doc__.splitlines()[0])
+    parser = command_parser("sandbox.run", __doc__)
     parser.add_argument("program", type=Path, help="Python source defining generate(rng, **factors)")
     parser.add_argument("--factors", default="{}", help="JSON object of keyword arguments for generate")
     parser.add_argument("--seed", type=int, default=0, help="seed of the rng passed to generate")

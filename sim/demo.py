@@ -9,7 +9,6 @@ Reruns into the same directory skip scenes that are already done (delete the dir
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -19,7 +18,7 @@ from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
-from common.cli import comma_list, worker_count
+from common.cli import comma_list, command_parser, worker_count
 
 ROUND = "round_00"
 
@@ -151,7 +150,7 @@ def run(cfg: DemoConfig) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sim.demo", description=__doc__.split("\n\n")[0])
+    ap = command_parser("sim.demo", __doc__)
     ap.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder")
     ap.add_argument("--families", type=comma_list(), default=[],
                     help="comma-separated task families (default: every registered one)")

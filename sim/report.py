@@ -9,6 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from common.cli import console as cli_console
+from common.markdown import md_table
 
 
 def family_table(rows: list[dict]) -> list[dict]:
@@ -53,12 +54,9 @@ def write_summary(out: Path, rows: list[dict], seconds: float) -> None:
     (out / "summary.json").write_text(
         json.dumps({"seconds": round(seconds, 1), "families": table, "scenes": rows}, indent=1)
     )
-    md = ["| family | split | scenes | valid | expert success | failures |", "|---|---|---|---|---|---|"]
-    md += [
-        f"| {r['family']} | {r['split']} | {r['scenes']} | {r['valid']} | {r['expert_success']} | "
-        f"{', '.join(r['failures']) or '-'} |"
-        for r in table
-    ]
+    md = md_table(("family", "split", "scenes", "valid", "expert success", "failures"),
+                  [(r["family"], r["split"], r["scenes"], r["valid"], r["expert_success"],
+                    ", ".join(r["failures"]) or "-") for r in table])
     (out / "summary.md").write_text("\n".join(md) + "\n")
     with (out / "metrics.jsonl").open("a") as f:
         for r in table:

@@ -15,7 +15,6 @@ the same sampling seed, beside a smaller regression set from the other ranges. E
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -34,6 +33,7 @@ from coda_policy.awr import AWRConfig, QSelectFactory, SeededPolicy, advantage_w
 from coda_policy.critic import ChunkCriticConfig
 from coda_policy.shaping import SHAPING_MODES, ShapingConfig, shape_episodes
 from coda_policy.threads import TRAIN_THREADS
+from common.cli import command_parser
 from common.cli import console as cli_console
 from common.registry import Registry
 from sim.episode import Episode
@@ -389,7 +389,7 @@ def run(cfg: AWRoundConfig, console: Any = None) -> dict[str, Any]:
 
 
 def config_from_args(argv: list[str] | None = None) -> AWRoundConfig:
-    p = argparse.ArgumentParser(prog="python -m studies.aw_round", description=__doc__.splitlines()[0])
+    p = command_parser("studies.aw_round", __doc__)
     p.add_argument("--preset", default="default", help=f"one of {PRESETS.names()}")
     p.add_argument("--mode", help="comma-separated shaping modes ('all' = every one): "
                    + ", ".join(SHAPING_MODES))

@@ -16,7 +16,6 @@ skipped.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from coda_policy.pretrained import canonical_sha256
-from common.cli import seed_list, worker_count
+from common.cli import command_parser, seed_list, worker_count
 from experiments.table import suites as frozen
 from experiments.table.cells import boot_home, bootstrap_cell, children_cpu_s, evaluate_cell, run_cell
 from experiments.table.presets import TABLES
@@ -81,8 +80,7 @@ def measure(preset_name: str, seed: int, *, workers: int, out: Path, results: Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.bootstrap_cost",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("studies.bootstrap_cost", __doc__)
     ap.add_argument("--preset", default="timed", help=f"the table: one of {', '.join(TABLES.names())}")
     ap.add_argument("--seeds", type=seed_list, help="N: seeds 0..N-1; or a comma-separated list (default: "
                     "the preset's seeds)")

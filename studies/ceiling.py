@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from common.cli import command_parser
 from experiments.table import suites as frozen
 from experiments.table.cells import cell_config, evaluate, shared_bootstrap
 from experiments.table.presets import TABLES
@@ -172,7 +173,7 @@ def _cell(source: str, budget: int, replay: bool, seed: int, a: argparse.Namespa
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.ceiling", description=__doc__.split("\n\n")[0])
+    ap = command_parser("studies.ceiling", __doc__)
     ap.add_argument("--sources", default=",".join(SOURCES), help=f"comma-separated, of {', '.join(SOURCES)}")
     ap.add_argument("--budgets", default="6,24", help="scenes per family per round, comma-separated")
     ap.add_argument("--replay", default="no,yes",

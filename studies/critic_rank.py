@@ -27,7 +27,6 @@ this measures the critic on the loop's own training data.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -37,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from common.cli import comma_list
+from common.cli import comma_list, command_parser
+from common.markdown import md_table
 
 # variant → (shaping mode, βΦ as a critic input: `ChunkCriticConfig.potential_feature`)
 VARIANTS = {"program": ("text2potential", False), "per_stage": ("text2potential_unit", False),
@@ -138,23 +138,23 @@ def table(rows: list[dict[str, Any]]) -> str:
     by: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by.setdefault(r["variant"], []).append(r)
-    lines = ["| variant | cells × rounds | Â demo | Â rollout success | Â rollout failure "
-             "| AUC success > failure | success ranked above failure |", "|---|---|---|---|---|---|---|"]
+    out = []
     for v, rs in by.items():
         def mean(k: str, rs: list[dict[str, Any]] = rs) -> float:
             vals = [r[k] for r in rs if not np.isnan(r[k])]
             return float(np.mean(vals)) if vals else float("nan")
 
         above = sum(r["adv_rollout_success"] > r["adv_rollout_failure"] for r in rs)
-        lines.append(f"| {v} | {len(rs)} | {mean('adv_demo'):+.2f} | {mean('adv_rollout_success'):+.2f} | "
-                     f"{mean('adv_rollout_failure'):+.2f} | {_auc(mean('auc_success_over_failure'))} | "
-                     f"{above}/{len(rs)} |")
-    return "\n".join(lines)
+        out.append((v, len(rs), f"{mean('adv_demo'):+.2f}", f"{mean('adv_rollout_success'):+.2f}",
+                    f"{mean('adv_rollout_failure'):+.2f}", _auc(mean("auc_success_over_failure")),
+                    f"{above}/{len(rs)}"))
+    header = ("variant", "cells × rounds", "Â demo", "Â rollout success", "Â rollout failure",
+              "AUC success > failure", "success ranked above failure")
+    return "\n".join(md_table(header, out))
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.critic_rank",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("studies.critic_rank", __doc__)
     ap.add_argument("--runs", type=comma_list(Path), required=True, help="comma-separated run directories")
     ap.add_argument("--rounds", type=comma_list(int), default=[1, 2], help="comma-separated rounds (1,2)")
     ap.add_argument("--variants", type=comma_list(choices=list(VARIANTS)), default=list(VARIANTS),

@@ -26,7 +26,6 @@ reasoning, then checked with this command on one Table 1 cell; the report says w
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import re
@@ -37,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from common.cli import worker_count
+from common.cli import command_parser, worker_count
 
 
 def _flat(scene: dict[str, Any]) -> dict[str, Any]:
@@ -156,8 +155,7 @@ def arm_check(run: Path, n: int, workers: int) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.critic_replay",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("studies.critic_replay", __doc__)
     ap.add_argument("run", type=Path, help="a finished run directory (rules critic)")
     ap.add_argument("--per-round", type=int, default=4, help="failures per round (the loop's diagnose_max)")
     ap.add_argument("--verify-n", type=int, default=12, help="episodes per verification batch")

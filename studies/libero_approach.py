@@ -11,13 +11,12 @@ region in own-start scenes (FINDINGS #39). Prints one row per scene and writes `
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from common.cli import worker_count
+from common.cli import command_parser, worker_count
 from studies.libero_loop_sft import DEV_SEED0
 
 FAMILY = "libero_object"
@@ -46,8 +45,7 @@ def approach(args: tuple[str, int, int]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.libero_approach",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("studies.libero_approach", __doc__)
     ap.add_argument("--policy", type=Path, required=True, help="a saved object-token policy (.safetensors)")
     ap.add_argument("--scenes", type=int, default=20, help=f"development scenes, seeds {DEV_SEED0}, ...")
     ap.add_argument("--start", choices=("own", "swap1", "any"), default="any",

@@ -27,14 +27,13 @@ first paraphrase, in turn; seeds 87,000 + k). Demonstrations, policies and `resu
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from common.cli import worker_count
+from common.cli import command_parser, worker_count
 
 FAMILY = "libero_object"
 NEW_STARTS = ("swap2", "swap3")
@@ -121,8 +120,7 @@ def dart_only(run: Path, n: int) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.libero_layouts",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("studies.libero_layouts", __doc__)
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
     ap.add_argument("--demos", type=int, default=100, help="demonstrations per arm (the preset's 100)")
     ap.add_argument("--per-task", type=int, default=2, help="development scenes per task and start")

@@ -20,14 +20,13 @@ trained is loaded, not retrained).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from common.cli import worker_count
+from common.cli import command_parser, worker_count
 
 VARIANTS = ("plain", "ema", "grounding", "target", "standalone")
 TARGET_LOSS = 1.0  # the `target` variant's auxiliary loss weight (one value, not tuned)
@@ -115,8 +114,7 @@ def scored(eps: list[dict[str, Any]], trained: dict[str, Any]) -> dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.libero_loop_sft",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("studies.libero_loop_sft", __doc__)
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help=f"comma-separated, of {', '.join(VARIANTS)}")

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common.cli import UsageError, comma_list, worker_count
+from common.cli import UsageError, comma_list, command_parser, worker_count
 from studies.libero_loop_sft import DEV_SEED0, act, scored
 
 
@@ -65,8 +65,7 @@ def score(eps: list[dict[str, Any]], trained: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.libero_round_dev",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("studies.libero_round_dev", __doc__)
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
     ap.add_argument("--rounds", type=comma_list(int), default=[1], help="rounds whose update to redo (1,2)")
     ap.add_argument("--lrs", type=comma_list(float), default=[1e-3, 3e-4, 1e-4, 3e-5],

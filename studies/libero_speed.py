@@ -15,7 +15,6 @@ LIBERO: the first task of `libero_object` (pick the alphabet soup, place it in t
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common.cli import command_parser
 from sim.env import SimEnv
 from sim.families import get_family
 
@@ -107,8 +107,7 @@ def measure(steps: int, repeats: int, size: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.libero_speed",
-                                 description=__doc__.split("\n")[0])
+    ap = command_parser("studies.libero_speed", __doc__)
     ap.add_argument("--steps", type=int, default=100, help="control steps per pass (after each reset)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--size", type=int, default=128, help="square camera images")

@@ -14,7 +14,6 @@ so the targeted batch is the one the run drew when the rule for it did not chang
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import Counter
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from common.cli import worker_count
+from common.cli import command_parser, worker_count
 
 
 def reverify(run: Path, round_no: int, *, control: str, count: str, n: int | None, workers: int,
@@ -78,7 +77,7 @@ def _rates(r: list[float | None]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.reverify", description=__doc__.split("\n\n")[0])
+    ap = command_parser("studies.reverify", __doc__)
     ap.add_argument("run", type=Path, help="a run directory whose round has diagnosis files")
     ap.add_argument("--round", type=int, default=1, help="the round whose diagnoses to verify (>= 1)")
     ap.add_argument("--control", choices=("other", "moveback"), default="moveback")

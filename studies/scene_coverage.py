@@ -22,7 +22,6 @@ It reads finished cells only; it runs no episode, so it never touches the suites
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import defaultdict
@@ -31,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from common.cli import command_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ",".join(str(ROOT / "docs" / "results" / t) for t in ("table1", "ablations"))  # Table 1's cells
@@ -125,8 +126,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.scene_coverage",
-                                 description=__doc__.split("\n")[0])
+    ap = command_parser("studies.scene_coverage", __doc__)
     ap.add_argument("--runs", type=Path, required=True, help="a table's run folder (cells as subfolders)")
     ap.add_argument("--records", default=RECORDS,
                     help="comma-separated folders of the cells' records (a table's docs/results/<table>)")

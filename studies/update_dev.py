@@ -28,7 +28,6 @@ The frozen suites are never read here.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -40,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from agents.config import PRESETS, WEIGHTED_UPDATE_BEFORE, LearnConfig
-from common.cli import comma_list
+from common.cli import comma_list, command_parser
+from common.markdown import md_table
 from experiments.table import suites as frozen
 from experiments.table.cells import cell_config, evaluate, shared_bootstrap
 from experiments.table.presets import TABLES
@@ -210,16 +210,17 @@ def averages(cell: dict[str, Any]) -> dict[str, float]:
 
 
 def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
-    lines = ["| update | what it is | dev ID | dev OOD | weights' ESS | seeds |", "|---|---|---|---|---|---|"]
+    rows = []
     for name, (_, _, what) in UPDATES.items():
         cs = [c for c in cells if c["update"] == name]
         if not cs:
             continue
         vals = {s: mean_se([averages(c)[s] for c in cs]) for s in SPLITS}
         ess = [t["w_ess"] for c in cs for t in c["train"] if "w_ess" in t]
-        shown = " | ".join(f"{vals[s]['mean']:.1f} ± {vals[s]['se']:.1f}" for s in SPLITS)
-        lines.append(f"| `{name}` | {what} | {shown} | {f'{np.mean(ess):.2f}' if ess else '–'} | "
-                     f"{sorted(c['seed'] for c in cs)} |")
+        rows.append((f"`{name}`", what, *(f"{vals[s]['mean']:.1f} ± {vals[s]['se']:.1f}" for s in SPLITS),
+                     f"{np.mean(ess):.2f}" if ess else "–", sorted(c["seed"] for c in cs)))
+    lines = md_table(("update", "what it is", *(f"dev {s.upper()}" for s in SPLITS), "weights' ESS", "seeds"),
+                     rows)
     c0 = cells[0]
     return ("\n".join(lines) + f"\n\nSuccess in % on development scenes ({c0['per_split']} per family and "
             f"split, drawn from seed {DEV_SEED}, never the frozen suites), mean ± standard error over seeds, "
@@ -231,8 +232,7 @@ def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.update_dev",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("studies.update_dev", __doc__)
     ap.add_argument("--updates", type=comma_list(choices=list(UPDATES)), default=list(UPDATES),
                     help=f"comma-separated, of {', '.join(UPDATES)}")
     ap.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 (each with its Table 1 bootstrap)")

@@ -10,7 +10,6 @@ then damaged by the case's `damage`), `{tmp}` (a scratch directory), `{file}` (a
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -21,6 +20,8 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from common.cli import command_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -253,7 +254,7 @@ def write_table(path: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tests.cli_cases", description=__doc__.split("\n\n")[0])
+    ap = command_parser("tests.cli_cases", __doc__)
     ap.add_argument("--write", type=Path, default=ROOT / "docs" / "bad_input.md")
     a = ap.parse_args(argv)
     bad = write_table(a.write)

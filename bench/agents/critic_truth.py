@@ -30,7 +30,6 @@ tuned on these cases. Results: `--out FILE` (JSON), a table on stdout.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections import defaultdict
@@ -43,7 +42,8 @@ import numpy as np
 from agents.graph.rundir import write_json
 from bench.agents import bench_llm
 from coda_policy.pretrained import SEED_SFT_4FAM
-from common.cli import comma_list, worker_count
+from common.cli import comma_list, command_parser, worker_count
+from common.markdown import md_table
 
 PRETRAINED = SEED_SFT_4FAM
 SEED0 = 7_700_000
@@ -327,23 +327,20 @@ def _any_phase(c: dict[str, int]) -> str:
 
 def table(scores: dict[str, Any]) -> str:
     fams = sorted({f for s in scores.values() for f in s["by_family"]})
-    lines = ["| diagnoser | factor right | phase right | unusable | " + " | ".join(fams) + " |",
-             "|---|---|---|---|" + "---|" * len(fams)]
+    rows = []
     for key, s in scores.items():
         pct = 100 * s["factor_right"] / max(s["of"], 1)
         phase = f"{s['phase_right']}/{s['phase_of']}" if s["phase_of"] else "–"
-        fam = " | ".join(f"{s['by_family'][f]['right']}/{s['by_family'][f]['of']}" if f in s["by_family"]
-                         else "–" for f in fams)
-        lines.append(f"| {key} | {s['factor_right']}/{s['of']} ({pct:.0f} %) | {phase} | {s['unusable']} | "
-                     f"{fam} |")
-    return "\n".join(lines)
+        fam = [f"{s['by_family'][f]['right']}/{s['by_family'][f]['of']}" if f in s["by_family"] else "–"
+               for f in fams]
+        rows.append((key, f"{s['factor_right']}/{s['of']} ({pct:.0f} %)", phase, s["unusable"], *fam))
+    return "\n".join(md_table(("diagnoser", "factor right", "phase right", "unusable", *fams), rows))
 
 
 def main(argv: list[str] | None = None) -> int:
     from programs.seeds import seed_library
 
-    ap = argparse.ArgumentParser(prog="python -m bench.agents.critic_truth",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("bench.agents.critic_truth", __doc__)
     from agents.config import RunConfig
 
     fams, default = sorted(seed_library()), list(RunConfig().families)

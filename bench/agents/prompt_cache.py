@@ -20,7 +20,6 @@ response cache are skipped: they never reached the model).
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -34,6 +33,8 @@ from agents.graph.rundir import write_json
 from agents.llm.base import Completion, LLMError, Request
 from agents.llm.local import LocalCompleter, LocalConfig
 from agents.llm.store import CallLog
+from common.cli import command_parser
+from common.markdown import md_table
 
 PROMPTS = Path(__file__).parent / "fixtures" / "demo_prompts.jsonl"
 
@@ -133,12 +134,13 @@ def run(rows: list[dict[str, Any]], threads: int, log: Any = print) -> dict[str,
 
 
 def table(res: dict[str, Any]) -> str:
-    lines = ["| configuration | s/call median | s/call p90 | total s | evaluated tokens median | p90 | "
-             "prompt tokens median | errors |", "|---|---|---|---|---|---|---|---|"]
-    for n, c in res["configs"].items():
-        s, e, p = c["seconds"], c["evaluated"], c["prompt_tokens"]
-        lines.append(f"| {n} | {s['median']:.1f} | {s['p90']:.1f} | {s['total']:.0f} | {e['median']:.0f} | "
-                     f"{e['p90']:.0f} | {p['median']:.0f} | {c['errors']} |")
+    header = ("configuration", "s/call median", "s/call p90", "total s", "evaluated tokens median", "p90",
+              "prompt tokens median", "errors")
+    lines = md_table(header, [
+        (n, f"{c['seconds']['median']:.1f}", f"{c['seconds']['p90']:.1f}", f"{c['seconds']['total']:.0f}",
+         f"{c['evaluated']['median']:.0f}", f"{c['evaluated']['p90']:.0f}",
+         f"{c['prompt_tokens']['median']:.0f}", c["errors"])
+        for n, c in res["configs"].items()])
     lines.append(f"\n{res['calls']} recorded calls, {res['threads']} threads; median speed-up "
                  f"{res['median_speedup']}×; same answer with and without the cache: {res['same_answer']} of "
                  f"{res['calls']}.")
@@ -146,8 +148,7 @@ def table(res: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.agents.prompt_cache",
-                                 description=__doc__.splitlines()[0])
+    ap = command_parser("bench.agents.prompt_cache", __doc__)
     ap.add_argument("--prompts", type=Path, default=PROMPTS,
                     help="a prompt set (JSON lines) or a run's llm_calls.jsonl (default: the committed "
                     "demo set)")

@@ -21,7 +21,6 @@ The `rules` writers are the baseline (template edits; no LLM). Nothing here read
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections import defaultdict
@@ -33,7 +32,8 @@ import numpy as np
 
 from agents.graph.rundir import write_json
 from bench.agents import bench_llm
-from common.cli import comma_list, worker_count
+from common.cli import comma_list, command_parser, worker_count
+from common.markdown import md_table
 
 WRITERS = ("rules", "local", "openai")
 
@@ -194,20 +194,18 @@ def summary(rows: list[dict[str, Any]], attempts: int) -> dict[str, Any]:
 
 
 def table(s: dict[str, Any]) -> str:
-    lines = ["| writer | diagnoses | generation: 1st try / within attempts | training: 1st try / within | "
-             "training differs from seed | meets 0.9 agreement (refined) | new and agrees | seconds |",
-             "|---|---|---|---|---|---|---|---|"]
-    for w, x in s.items():
-        lines.append(f"| {w} | {x['n']} | {x['generation_first_try']} / {x['generation_within_attempts']} | "
-                     f"{x['training_first_try']} / {x['training_within_attempts']} | "
-                     f"{x['training_differs_from_seed']} | {x['training_meets_threshold']} "
-                     f"({x['training_meets_threshold_refined']}) | {x['training_new_and_agrees']} | "
-                     f"{x['seconds']:.0f} |")
-    return "\n".join(lines)
+    header = ("writer", "diagnoses", "generation: 1st try / within attempts", "training: 1st try / within",
+              "training differs from seed", "meets 0.9 agreement (refined)", "new and agrees", "seconds")
+    return "\n".join(md_table(header, [
+        (w, x["n"], f"{x['generation_first_try']} / {x['generation_within_attempts']}",
+         f"{x['training_first_try']} / {x['training_within_attempts']}", x["training_differs_from_seed"],
+         f"{x['training_meets_threshold']} ({x['training_meets_threshold_refined']})",
+         x["training_new_and_agrees"], f"{x['seconds']:.0f}")
+        for w, x in s.items()]))
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.agents.writers", description=__doc__.splitlines()[0])
+    ap = command_parser("bench.agents.writers", __doc__)
     ap.add_argument("--runs", type=comma_list(Path), required=True, help="comma-separated run directories")
     ap.add_argument("--writers", type=comma_list(choices=WRITERS), default=["rules"],
                     help=f"comma-separated of {', '.join(WRITERS)} (default rules)")

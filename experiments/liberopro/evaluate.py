@@ -30,7 +30,6 @@ reported as such and left out of the overall rate. `--policy CHECKPOINT` runs a 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import re
@@ -42,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from common.cli import worker_count
+from common.cli import command_parser, worker_count
 
 if TYPE_CHECKING:
     from sim.libero.env import LiberoEnv
@@ -293,8 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     import time
     from dataclasses import asdict
 
-    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro",
-                                 description=__doc__.splitlines()[0])
+    ap = command_parser("experiments.liberopro", __doc__)
     ap.add_argument("--list", action="store_true",
                     help="print each task's BDDL file, instruction and init states, and stop")
     ap.add_argument("--suite", choices=SUITES, default="libero_goal")

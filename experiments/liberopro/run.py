@@ -18,7 +18,6 @@ its held-out scenes are its own family's; the protocol's suites are evaluated he
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -27,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from common.cli import worker_count
+from common.cli import command_parser, worker_count
 from experiments.table.record import RUNS_RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,8 +124,7 @@ def record_run(run: Path, out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro.run",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("experiments.liberopro.run", __doc__)
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
     ap.add_argument("--suite", help="the LIBERO suite (default: the one the run's family names)")
     ap.add_argument("--rounds", help="comma-separated rounds (default: every round with a policy)")

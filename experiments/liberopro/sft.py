@@ -19,7 +19,6 @@ scripted expert is where the demonstrations come from (its success per suite is 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -28,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from common.cli import worker_count
+from common.cli import command_parser, worker_count
 
 
 def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_state: int, seed: int,
@@ -203,8 +202,7 @@ def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: 
 def main(argv: list[str] | None = None) -> int:
     from experiments.liberopro.evaluate import PERTURB, SUITES
 
-    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro.sft",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("experiments.liberopro.sft", __doc__)
     ap.add_argument("--suite", choices=SUITES, default="libero_spatial")
     ap.add_argument("--perturb", choices=tuple(PERTURB), default="none",
                     help="the suite the demonstrations come from (default: the original)")

@@ -14,11 +14,11 @@ A cell with no file is "–": not measured, never 0.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
 
+from common.cli import command_parser
 from experiments.table.record import RUNS_RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,8 +208,7 @@ def markdown(table: dict[str, Any], command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.liberopro.table",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("experiments.liberopro.table", __doc__)
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="the folder whose libero/ holds the evaluations (default docs/results)")
     ap.add_argument("--out", type=Path, default=RUNS_RESULTS,

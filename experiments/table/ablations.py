@@ -26,7 +26,6 @@ programs with the round's expert demonstrations.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import METHODS
+from common.cli import command_parser
 from common.registry import Registry
 from experiments.table.cells import boot_home
 from experiments.table.presets import TABLES, TablePreset
@@ -211,8 +211,7 @@ def write_table(results: Path, preset: TablePreset, preset_name: str, command: s
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.table.ablations",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("experiments.table.ablations", __doc__)
     ap.add_argument("--preset", default="default", help=f"one of {', '.join(ABLATIONS.names())}")
     ap.add_argument("--methods", default=",".join(ABLATION_METHODS), help="comma-separated rows (methods)")
     ap.add_argument("--out", type=Path, help="the cells' run directories (default: Table 1's, runs/"

@@ -14,7 +14,6 @@ with the table and the plots embedded.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import html
 import json
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from common.cli import command_parser
 from experiments.table.record import RUNS_RESULTS
 
 
@@ -164,8 +164,7 @@ def write_html(results: Path, table: str, plots: Sequence[Path]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.table.plots",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("experiments.table.plots", __doc__)
     ap.add_argument("--table", default="table1")
     ap.add_argument("--results", type=Path, default=RUNS_RESULTS,
                     help="the folder that holds the table's records; the plots and page are written there "

@@ -9,11 +9,10 @@ outcomes are enumerated through the node's own `decide`; nothing is simulated.
 
 from __future__ import annotations
 
-import argparse
 from math import comb
 
 from agents.critic.verify import VerifyConfig, decide
-from common.cli import comma_list
+from common.cli import comma_list, command_parser
 
 # real contrasts, then true nulls (no effect: "validated" here is the test's false-positive rate)
 CONTRASTS = ((0.9, 0.1), (0.8, 0.3), (0.7, 0.4), (0.6, 0.5), (0.3, 0.3), (0.1, 0.1), (1.0, 1.0), (0.0, 0.0))
@@ -35,8 +34,7 @@ def verdict_rates(pt: float, pc: float, n: int, alpha: float) -> dict[str, float
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.table.power",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("experiments.table.power", __doc__)
     ap.add_argument("--alpha", type=float, default=0.1, help="significance (the loop's verify_alpha: 0.1)")
     ap.add_argument("--n", type=comma_list(int), default=[3, 6, 12, 24],
                     help="episodes per batch, comma-separated (default 3,6,12,24)")

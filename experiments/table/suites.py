@@ -20,7 +20,6 @@ names them), and are never used for tuning: `experiments` owns them.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
@@ -31,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from common.cli import worker_count
+from common.cli import command_parser, worker_count
 
 SUITE_DIR = Path(__file__).resolve().parent / "suites"
 MANIFEST = SUITE_DIR / "manifest.json"
@@ -173,8 +172,7 @@ def suite(families: Sequence[str] | None = None, splits: Sequence[str] = SPLITS,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.table.suites",
-                                 description=__doc__.split("\n\n")[0])
+    ap = command_parser("experiments.table.suites", __doc__)
     ap.add_argument("--build", action="store_true", help="draw, validate and write the suites")
     ap.add_argument("--check", action="store_true", help="check the files against the manifest")
     ap.add_argument("--n", type=int, default=10, help="scenes per family and split (with --build)")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.config import METHODS
-from common.cli import seed_list, worker_count
+from common.cli import command_parser, seed_list, worker_count
 from common.registry import Registry
 from experiments.table import suites as frozen
 from experiments.table.cells import (
@@ -179,7 +179,7 @@ def checked_cells(presets: Registry[TablePreset], a: argparse.Namespace) -> tupl
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.table", description=__doc__.split("\n\n")[0])
+    ap = command_parser("experiments.table", __doc__)
     ap.add_argument("--preset", default="default", help=f"one of {', '.join(TABLES.names())}")
     ap.add_argument("--methods", default=",".join(TABLE_METHODS), help="comma-separated methods")
     ap.add_argument("--critic", default="rules", choices=("rules", "local", "openai"),

@@ -14,12 +14,13 @@ method's success rate p has SE √(p(1−p) / (4 · per_split)).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
 from typing import Any
 
+from common.cli import command_parser
+from common.markdown import md_table
 from experiments.table.stats import TABLE_METHODS, avg_ood
 
 T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # t_{0.975, df}
@@ -75,19 +76,17 @@ def paired(cells: dict[str, dict[int, dict[str, Any]]], method: str, base: str =
 
 def markdown(rows: list[dict[str, Any]], margin: float, cmd: str, base: str = "coda") -> str:
     name = "CoDA" if base == "coda" else f"`{base}`"
-    out = [f"| {name} − method | per-seed differences (pp) | mean ± SE | 95 % t interval | seeds to detect "
-           f"{margin:g} pp (80 % power) | binomial SE of one cell's avg OOD |",
-           "|---|---|---|---|---|---|"]
-    for r in rows:
-        out.append(f"| {r['method']} | {', '.join(f'{x:+.1f}' for x in r['diffs'])} | {r['mean']:+.1f} ± "
-                   f"{r['se']:.1f} | [{r['ci95'][0]:+.1f}, {r['ci95'][1]:+.1f}] | {r['seeds_for_margin']} | "
-                   f"{r['binomial_se']:.1f} |")
+    header = (f"{name} − method", "per-seed differences (pp)", "mean ± SE", "95 % t interval",
+              f"seeds to detect {margin:g} pp (80 % power)", "binomial SE of one cell's avg OOD")
+    out = md_table(header, [
+        (r["method"], ", ".join(f"{x:+.1f}" for x in r["diffs"]), f"{r['mean']:+.1f} ± {r['se']:.1f}",
+         f"[{r['ci95'][0]:+.1f}, {r['ci95'][1]:+.1f}]", r["seeds_for_margin"], f"{r['binomial_se']:.1f}")
+        for r in rows])
     return "\n".join(out) + f"\n\nAverage OOD success, paired by seed. Command: `{cmd}`\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.table.table_power",
-                                 description=__doc__.split("\n")[0])
+    ap = command_parser("experiments.table.table_power", __doc__)
     ap.add_argument("--cells", default="docs/results/table1",
                     help="the table's cell folder, or comma-separated folders of tables that share "
                          "bootstraps (docs/results/table1,docs/results/ablations)")

@@ -37,8 +37,9 @@ def factor_schema(literal: Sequence[Mapping[str, Any]]) -> tuple[FactorDef, ...]
 
 
 class TaskFamily(ABC):
-    """A registered task family. Subclasses set `name`, `builder` (their scene.py module) and `phase_table`,
-    and implement `expert` and `phase`; `factors` is read from the builder's `FACTORS`."""
+    """A registered task family. Subclasses name themselves in the class line (`name=`, which registers
+    them), set `builder` (their scene.py module) and `phase_table`, and implement `expert` and `phase`;
+    `factors` is read from the builder's `FACTORS`."""
 
     name: ClassVar[str]
     builder: ClassVar[ModuleType]  # the folder's scene.py: FACTORS and generate(rng, **factors)
@@ -56,8 +57,13 @@ class TaskFamily(ABC):
     # `sim.libero`); tools that build our world (`make world`, the simulator benchmarks) take ours by default
     world: ClassVar[str] = "mujoco"
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, name: str | None = None, **kwargs: Any) -> None:
+        """`class PickPlace(TaskFamily, name="pick_place")` names the family and registers it in `FAMILIES`
+        (a subclass without `name=` is a base for others, as `LiberoPickPlaceFamily` is)."""
         super().__init_subclass__(**kwargs)
+        if name is not None:
+            cls.name = name
+            FAMILIES.register(name, cls)
         if "builder" in cls.__dict__ and "factors" not in cls.__dict__:
             cls.factors = factor_schema(cls.builder.FACTORS)
         if "phase_table" not in cls.__dict__:

@@ -16,7 +16,7 @@ import numpy as np
 from sim.builder import ROBOT_BASE, ROBOT_INIT_QPOS
 from sim.experts.primitives import CLOSE, Primitive, ScriptedExpert, ee_yaw, rot_z
 from sim.families.articulated import scene
-from sim.families.base import FAMILIES, TaskFamily
+from sim.families.base import TaskFamily
 from sim.families.phases import APPROACH, GRASP, RELEASE, Phase
 from sim.fixtures import params as fixture_params
 from sim.predicates import goal_reached, grasped, open_frac
@@ -126,11 +126,9 @@ def articulate(f: FixtureSpec, joint: str, opening: bool) -> list[Primitive]:
     ]
 
 
-@FAMILIES.register("articulated")
-class Articulated(TaskFamily):
+class Articulated(TaskFamily, name="articulated"):
     """Open or close a cabinet drawer or door; goal `opened(joint, 0.75)` or `closed(joint, 0.1)`."""
 
-    name = "articulated"
     builder = scene
     phase_table = PHASES
 

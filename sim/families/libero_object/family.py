@@ -5,12 +5,9 @@ are every LIBERO pick-place family's (`sim.libero.family`)."""
 
 from __future__ import annotations
 
-from sim.families.base import FAMILIES
 from sim.families.libero_object import scene
 from sim.libero.family import LiberoPickPlaceFamily
 
 
-@FAMILIES.register("libero_object")
-class LiberoObject(LiberoPickPlaceFamily):
-    name = "libero_object"
+class LiberoObject(LiberoPickPlaceFamily, name="libero_object"):
     builder = scene

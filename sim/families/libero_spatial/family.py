@@ -5,12 +5,9 @@ runner; phases and seed scenes are every LIBERO pick-place family's (`sim.libero
 
 from __future__ import annotations
 
-from sim.families.base import FAMILIES
 from sim.families.libero_spatial import scene
 from sim.libero.family import LiberoPickPlaceFamily
 
 
-@FAMILIES.register("libero_spatial")
-class LiberoSpatial(LiberoPickPlaceFamily):
-    name = "libero_spatial"
+class LiberoSpatial(LiberoPickPlaceFamily, name="libero_spatial"):
     builder = scene

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sim.experts.plans import pick_and_place, pick_place_phase
 from sim.experts.primitives import ScriptedExpert
-from sim.families.base import FAMILIES, TaskFamily
+from sim.families.base import TaskFamily
 from sim.families.phases import PICK_AND_PLACE
 from sim.families.pick_place import scene
 from sim.predicates import goal_reached
@@ -12,9 +12,7 @@ from sim.scene import SceneSpec
 from sim.world import WorldState
 
 
-@FAMILIES.register("pick_place")
-class PickPlace(TaskFamily):
-    name = "pick_place"
+class PickPlace(TaskFamily, name="pick_place"):
     builder = scene
     phase_table = PICK_AND_PLACE
 

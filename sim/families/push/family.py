@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from sim.experts.primitives import CLOSE, Primitive, ScriptedExpert
-from sim.families.base import FAMILIES, TaskFamily
+from sim.families.base import TaskFamily
 from sim.families.phases import APPROACH, Phase
 from sim.families.push import scene
 from sim.predicates import goal_reached, in_contact
@@ -58,9 +58,7 @@ def _behind(s: WorldState) -> np.ndarray:
     return s.position("object")[:2] - _direction(s) * (_radius(s) + BEHIND)
 
 
-@FAMILIES.register("push")
-class Push(TaskFamily):
-    name = "push"
+class Push(TaskFamily, name="push"):
     builder = scene
     phase_table = (APPROACH, SLIDE)
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from sim.experts.plans import CARRY_Z, GRIP_DEPTH, pick_and_place, pick_place_phase
 from sim.experts.primitives import ScriptedExpert
-from sim.families.base import FAMILIES, TaskFamily
+from sim.families.base import TaskFamily
 from sim.families.phases import PICK_AND_PLACE
 from sim.families.put_inside import scene
 from sim.fixtures import DEFAULTS
@@ -51,9 +51,7 @@ def bowl_scale(bowl: Bowl, obj: ObjectSpec, size: float) -> float:
     return scene._bowl_scale(scene.BOWLS[bowl.key], obj, size)
 
 
-@FAMILIES.register("put_inside")
-class PutInside(TaskFamily):
-    name = "put_inside"
+class PutInside(TaskFamily, name="put_inside"):
     builder = scene
     phase_table = PICK_AND_PLACE
 

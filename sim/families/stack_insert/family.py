@@ -14,7 +14,7 @@ import numpy as np
 
 from sim.experts.plans import pick_and_place
 from sim.experts.primitives import CLOSE, Primitive, ScriptedExpert, ee_yaw
-from sim.families.base import FAMILIES, TaskFamily
+from sim.families.base import TaskFamily
 from sim.families.phases import ALIGN, APPROACH, GRASP, INSERT, LIFT, PLACE, RELEASE, TRANSPORT
 from sim.families.stack_insert import scene
 from sim.families.stack_insert.scene import BASE, HOLE, PEG, PIECE
@@ -62,9 +62,7 @@ def insert_depth(s: WorldState, piece: str) -> float:
     return float(np.clip(2 * half_z - 0.02 - 0.005 - 0.008, 0.016, 0.03))
 
 
-@FAMILIES.register("stack_insert")
-class StackInsert(TaskFamily):
-    name = "stack_insert"
+class StackInsert(TaskFamily, name="stack_insert"):
     builder = scene
     phase_table = (APPROACH, GRASP, LIFT, TRANSPORT, ALIGN, PLACE, INSERT, RELEASE)
 
