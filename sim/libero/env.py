@@ -77,13 +77,15 @@ class LiberoEnv:
         "robot0_eye_in_hand"), square at `image_size`; none by default (privileged state only)."""
         quiet_robosuite()
         with contextlib.redirect_stdout(io.StringIO()):
-            from libero.libero.envs import OffScreenRenderEnv
+            from libero.libero.envs.env_wrapper import ControlEnv
 
+            # ControlEnv, not LIBERO's OffScreenRenderEnv: that one forces the offscreen renderer on, whose
+            # context (LIBERO's textures uploaded) costs ~0.8 s per environment with no camera to feed
             kw: dict[str, Any] = {"has_offscreen_renderer": False, "use_camera_obs": False}
             if cameras:
                 kw = {"has_offscreen_renderer": True, "use_camera_obs": True, "camera_names": list(cameras),
                       "camera_heights": image_size, "camera_widths": image_size}
-            self._env = OffScreenRenderEnv(bddl_file_name=str(bddl), has_renderer=False, **kw)
+            self._env = ControlEnv(bddl_file_name=str(bddl), has_renderer=False, **kw)
         self.bddl = Path(bddl)
         self.name = name or self.bddl.stem
         self.obs: dict[str, Any] = {}
