@@ -30,7 +30,7 @@ test: setup setup-pi05  ## the offline test suite (CPU, no network), then the π
 	$(MAKE) --no-print-directory test-pi05
 
 test-pi05: setup-pi05  ## the π0.5 backend (tiny PI05 on the CPU) in its own environment
-	.venv-pi05/bin/python -m pytest -p no:cacheprovider tests/coda_policy/test_pi05.py
+	.venv-pi05/bin/python -m pytest -p no:cacheprovider -n0 tests/coda_policy/test_pi05.py
 
 lint: setup
 	$(PY) -m ruff check .

@@ -9,6 +9,11 @@ ledger into next round's scene counts per arm; it is a pure function of the ledg
 The ledger is a small JSON file (`<memory dir>/ledger.json`, written atomically) rather than Chroma
 metadata: it is numbers keyed by (mode, family, round), needs no embedding, and a person can read it.
 Raw points are stored; ALP is computed on read, so changing α never needs a migration.
+
+An arm's score is its learning progress (`score="lp"`, the paper's), its *learnability* p(1 − p) — p the
+arm's latest measured success, largest for arms the policy sometimes solves ("No Regrets", Rutherford et
+al., NeurIPS 2024: sampling levels by learnability beats both curricula and domain randomisation) — or
+their sum (`"lp+learnability"`).
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from memory.types import ProgressPoint
 
 Arm = tuple[str, str]  # (mode id, family)
+Score = Literal["lp", "learnability", "lp+learnability"]
+SCORES: tuple[Score, ...] = ("lp", "learnability", "lp+learnability")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,8 +48,14 @@ class AllocationConfig:
     unseen_lp: float = 0.25
     # Scenes every arm gets before the rest is shared out (scaled down when the budget is too small).
     min_per_arm: int = 1
+    # What ranks an arm: its smoothed learning progress ("lp"), its learnability p(1 − p) on its latest
+    # measurement ("learnability"), or their sum ("lp+learnability"); arms not yet measured score
+    # `unseen_lp` (at least the best seen score) either way.
+    score: Score = "lp"
 
     def __post_init__(self) -> None:
+        if self.score not in SCORES:
+            raise ValueError(f"score must be one of {', '.join(SCORES)}, got {self.score!r}")
         if not 0.0 < self.alpha <= 1.0:
             raise ValueError(f"alpha must be in (0, 1], got {self.alpha}")
         if not 0.0 <= self.epsilon <= 1.0:
@@ -116,15 +130,35 @@ class Ledger:
     def n_points(self, mode_id: str, family: str) -> int:
         return len(self._points.get((mode_id, family), {}))
 
+    def learnability(self, mode_id: str, family: str) -> float | None:
+        """p(1 − p) of the arm's latest measured success p; None while it was never measured."""
+        pts = self._points.get((mode_id, family))
+        if not pts:
+            return None
+        p = pts[max(pts)].success
+        return p * (1.0 - p)
+
+
+def arm_value(ledger: Ledger, mode_id: str, family: str, cfg: AllocationConfig) -> float | None:
+    """The arm's measured score under `cfg.score`; None while the parts it needs are not measured yet."""
+    alp = ledger.alp(mode_id, family, cfg.alpha)
+    learn = ledger.learnability(mode_id, family)
+    if cfg.score == "lp":
+        return alp
+    if cfg.score == "learnability":
+        return learn
+    return None if learn is None else learn + (alp if alp is not None else 0.0)
+
 
 def arm_scores(ledger: Ledger, family: str, modes: Sequence[str], cfg: AllocationConfig) -> dict[str, float]:
-    """Score per mode of one family: smoothed ALP (optimistic for unmeasured arms) plus the UCB bonus."""
-    alps = {m: ledger.alp(m, family, cfg.alpha) for m in modes}
-    best_seen = max((a for a in alps.values() if a is not None), default=0.0)
+    """Score per mode of one family: its measured value under `cfg.score` (smoothed ALP by default;
+    optimistic for unmeasured arms) plus the UCB bonus."""
+    values = {m: arm_value(ledger, m, family, cfg) for m in modes}
+    best_seen = max((a for a in values.values() if a is not None), default=0.0)
     total = sum(ledger.n_points(m, family) for m in modes)
     scores = {}
     for m in modes:
-        base = alps[m] if alps[m] is not None else max(cfg.unseen_lp, best_seen)
+        base = values[m] if values[m] is not None else max(cfg.unseen_lp, best_seen)
         bonus = cfg.ucb_c * math.sqrt(math.log1p(total) / (1 + ledger.n_points(m, family)))
         scores[m] = base + bonus
     return scores

@@ -14,7 +14,7 @@ from typing import Literal
 
 from common.registry import Registry
 
-Generator = Literal["seed", "domain_randomization", "uniform", "scalar", "critic", "memory"]
+Generator = Literal["seed", "domain_randomization", "uniform", "scalar", "learnability", "critic", "memory"]
 Update = Literal["none", "sft", "aw"]
 
 
@@ -24,7 +24,8 @@ class MethodConfig:
 
     # how arms and their generation programs are chosen each round:
     # "seed" the seed programs; "domain_randomization" seed programs with widened ranges; "uniform" random
-    # single-factor variants; "scalar" variants steered by success rates only; "critic" the last round's
+    # single-factor variants; "scalar" variants steered by success rates only; "learnability" variants kept
+    # and given budget by p(1 − p) of their measured success (no critic); "critic" the last round's
     # validated diagnoses (nothing kept longer); "memory" difficulty modes from memory, learning progress
     generator: Generator
     # run the critic on failed rollouts and verify its diagnoses (diagnose → verify → remember → compile)
@@ -68,6 +69,9 @@ METHODS.register("sft", MethodConfig(generator="seed", update="sft"))
 METHODS.register("domain_randomization", MethodConfig(generator="domain_randomization", update="sft"))
 METHODS.register("uniform", MethodConfig(generator="uniform", update="sft"))
 METHODS.register("scalar", MethodConfig(generator="scalar", update="aw", shaping="sparse"))
+# The literature's strongest simple method ("No Regrets", Rutherford et al., NeurIPS 2024): uniform's
+# variants and update, its arms kept and given budget by learnability p(1 − p); no critic, no memory.
+METHODS.register("learnability", MethodConfig(generator="learnability", update="sft"))
 # the critic without memory keeps the Text2potential update it was measured with (Table 1's records): its
 # memory-only contrast is `coda_text2potential`, not `coda`
 METHODS.register("critic_no_memory", MethodConfig(generator="critic", diagnose=True, writer=True,

@@ -3,6 +3,7 @@ exploring unseen modes)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -120,3 +121,33 @@ def test_allocation_is_deterministic() -> None:
     led = _ledger({"a": [0.1, 0.3], "b": [0.2, 0.4], "c": [0.5]})
     arms = {"pick_place": ["c", "a", "b", "a"]}
     assert allocate(led, arms, 7) == allocate(led, {"pick_place": ["a", "b", "c"]}, 7)
+
+
+def test_learnability_is_p_times_one_minus_p_of_the_latest_measurement() -> None:
+    led = Ledger()
+    assert led.learnability("m", "f") is None  # never measured
+    led.record("m", "f", 1, 0.9)
+    led.record("m", "f", 2, 0.5)
+    assert led.learnability("m", "f") == pytest.approx(0.25)
+    led.record("solved", "f", 1, 1.0)
+    assert led.learnability("solved", "f") == 0.0
+
+
+@pytest.mark.parametrize("score, expect", [("lp", {"steady": 0.0, "moving": 0.4}),
+                                           ("learnability", {"steady": 0.25, "moving": 0.09}),
+                                           ("lp+learnability", {"steady": 0.25, "moving": 0.49})])
+def test_the_score_ranks_arms_by_progress_learnability_or_both(score: str, expect: dict[str, float]) -> None:
+    led = Ledger()
+    for r, (s, m) in enumerate([(0.5, 0.5), (0.5, 0.9)]):  # steady stays at 50 %; moving jumps to 90 %
+        led.record("steady", "f", r, s)
+        led.record("moving", "f", r, m)
+    cfg = AllocationConfig(alpha=1.0, score=score)
+    assert arm_scores(led, "f", ["steady", "moving"], cfg) == pytest.approx(expect)
+    counts = allocate_family(led, "f", ["steady", "moving"], 20, dataclasses.replace(cfg, epsilon=0.0))
+    best = max(expect, key=expect.get)
+    assert sum(counts.values()) == 20 and counts[best] == max(counts.values())
+
+
+def test_an_unknown_score_is_refused() -> None:
+    with pytest.raises(ValueError, match="score must be one of lp, learnability, lp\\+learnability"):
+        AllocationConfig(score="regret")

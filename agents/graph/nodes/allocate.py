@@ -5,6 +5,9 @@ Every method gives each family exactly `budget` training scenes (DESIGN §6); wh
 - seed: the seed program; domain_randomization: the seed program with widened ranges;
 - uniform: random variants (`variant_factors` factors past their training ranges), budget split evenly;
 - scalar: variants kept or dropped by their measured success rate alone (nearest 50 % first);
+- learnability: the variants measured most learnable, p(1 − p) (p: the arm's success on its measurement
+  scenes after the last round), kept, one fresh random variant a round beside them, and the budget split
+  by p(1 − p) (`memory.ledger`, score "learnability") — "No Regrets"' sampling for learnability;
 - critic: the previous round's validated diagnoses, nothing older; memory (CoDA): difficulty modes from
   memory (including other families' modes on a factor this family has) led by their composite (every
   mode's edits in one program, `RunConfig.compose`), budget by learning progress.
@@ -16,6 +19,7 @@ a policy that solves its training distribution still meets its next difficulty.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -105,6 +109,33 @@ def _scalar_arms(deps: Deps, state: RoundState, family: str,
         score[mode] = 1.0 - abs(p - 0.5) * 2 + 0.05  # the learnable zone first; never zero
     keep = sorted(arms, key=lambda m: (-score[m], m))[: deps.config.max_arms]
     return [arms[m] for m in keep], {m: score[m] for m in keep}
+
+
+def _learnability_arms(deps: Deps, state: RoundState, family: str,
+                       round_no: int) -> tuple[list[ArmPrograms], dict[str, int]]:
+    """The family's measured variants with the highest learnability p(1 − p) (none at p = 0 or 1), at most
+    `max_arms` − 1 of them, then fresh random variants (as `uniform` draws them) in the arms left; the
+    budget by learnability through the same allocation CoDA's modes get (`memory.ledger.allocate_family`),
+    so a variant never measured counts as promising."""
+    from memory.ledger import allocate_family
+
+    cfg = deps.config
+    rule = dataclasses.replace(cfg.allocation, score="learnability")
+    known = {}
+    for key in state.get("mode_programs", {}):
+        mode, fam = key.split("|")
+        value = deps.ledger.learnability(mode, family) if fam == family else None
+        if value:  # measured and neither always solved nor never
+            known[mode] = (value, _known_arm(state, key))
+    keep = sorted(known, key=lambda m: (-known[m][0], m))[: max(cfg.max_arms - 1, 0)]
+    arms = [known[m][1] for m in keep]
+    free = cfg.max_arms - len(arms)
+    have = {a["mode_id"] for a in arms}
+    fresh = [a for a in _random_variants(deps, family, round_no, free + len(have), "learnability")
+             if a["mode_id"] not in have]
+    arms += fresh[:free]
+    counts = allocate_family(deps.ledger, family, [a["mode_id"] for a in arms], cfg.budget, rule)
+    return arms, counts
 
 
 def _known_arm(state: RoundState, key: str) -> ArmPrograms:
@@ -243,6 +274,8 @@ def _family_slots(deps: Deps, state: RoundState, family: str, round_no: int) -> 
         arms = _random_variants(deps, family, round_no, max(1, min(cfg.variants, cfg.max_arms)), "uniform")
     elif gen == "scalar":
         arms, weights = _scalar_arms(deps, state, family, round_no)
+    elif gen == "learnability":
+        arms, counts = _learnability_arms(deps, state, family, round_no)
     elif gen == "critic":
         arms = _critic_arms(deps, state, family, round_no)
     else:

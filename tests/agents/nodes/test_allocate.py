@@ -38,3 +38,20 @@ def test_every_method_gets_the_same_budget_split_over_its_arms(before, method: s
     for s in slots:  # an arm that is not the seed's is remembered with its programs
         if s["mode_id"] != "seed":
             assert update["mode_programs"][f"{s['mode_id']}|pick_place"] == [s["program"], s["train_program"]]
+
+
+def test_learnability_keeps_the_measured_variants_the_policy_sometimes_solves(before) -> None:
+    deps, state = before("allocate", "learnability", max_arms=3, budget=12)
+    first = call(allocate, state, deps)
+    arms = [s["mode_id"] for s in first["slots"]]
+    assert len(arms) == deps.config.max_arms == 3 and all(a.startswith("var_") for a in arms)
+    for mode, p in zip(arms, (0.5, 0.2, 1.0), strict=True):  # measured after round 1's training
+        deps.ledger.record(mode, "pick_place", 1, p, n=4)
+    second = call(allocate, {**state, **first}, deps)
+    kept = [s for s in second["slots"] if s["mode_id"] in arms]
+    fresh = [s for s in second["slots"] if s["mode_id"] not in arms]
+    # the two learnable ones stay (the always-solved one goes), most learnable first; one fresh variant
+    assert [s["mode_id"] for s in kept] == arms[:2]
+    assert len(fresh) == 1 and fresh[0]["mode_id"].startswith("var_")
+    assert sum(s["n"] for s in second["slots"]) == deps.config.budget
+    assert kept[0]["n"] >= kept[1]["n"]  # budget by p(1 − p): 0.25 against 0.16
