@@ -116,7 +116,19 @@ def allowed_choices(ref: FactorDef, allow_ood: bool) -> tuple[Any, ...]:
 
 
 def movable(ref: FactorDef) -> bool:
-    """An edit can move it: a float range wider than a point, or more than one seen choice."""
+    """A generator can move it to another value the schema declares: a number whose range or OOD range is
+    wider than a point, or a choice with two values or more, seen or unseen. Every generator — exploration
+    variants, domain randomization, the critic's edits, the writers — reaches the whole schema, as the
+    `ood` split does (a choice no seed demonstration uses, such as pick-place's unseen targets, included)."""
+    if ref.type == "choice":
+        return len(ref.choices or ()) + len(ref.ood_choices or ()) >= 2
+    widest = ref.ood_range or ref.range
+    return widest is not None and widest[1] > widest[0]
+
+
+def seen_movable(ref: FactorDef) -> bool:
+    """A matched edit can move it inside what the seed programs draw: a float range wider than a point, or
+    two seen choices or more (a verification control stays among values the policy was trained on)."""
     if ref.type == "choice":
         return len(ref.choices or ()) >= 2
     return ref.type == "float" and ref.range is not None and ref.range[1] > ref.range[0]

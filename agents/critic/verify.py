@@ -45,7 +45,7 @@ from agents.critic.factors import live_under
 from common.stats import fisher_greater, upper_bound
 from memory.types import Diagnosis, Verdict, VerdictStatus
 from programs.edits import edit, edit_many
-from programs.factor_space import family_factors, kind_of, magnitude, matched_edit, movable, reference
+from programs.factor_space import family_factors, kind_of, magnitude, matched_edit, reference, seen_movable
 from programs.model import GenerationProgram
 from sandbox.pool import SandboxPool, SandboxTask
 from sim.factors import EditValue
@@ -148,7 +148,7 @@ def pick_control(diagnosis: Diagnosis, program: GenerationProgram, rng: np.rando
     live = live_under(program.family, {k: v for k, v in diagnosis.edit.items()  # pinned values; not ranges
                                        if k != diagnosis.factor and not isinstance(v, tuple | list)})
     known = {f.name for f in family_factors(program.family)}
-    pool = [r for r in refs if r.group in config.control_groups and movable(r)
+    pool = [r for r in refs if r.group in config.control_groups and seen_movable(r)
             and (live is None or r.name in live or r.name not in known)]
     if not pool:
         raise ValueError(f"program {program.hash8} has no factor to use as a control for "

@@ -70,14 +70,14 @@ def _draws(families: list[str], draws: int, k: int, seed0: int) -> list[dict[str
     """Per family, `draws` scenes with `k` distinct factors moved out of distribution (random factors and
     sides), each beside its k counterfactual twins with one of those factors moved back: sandbox tasks."""
     from programs.edits import edit_many
-    from programs.factor_space import movable, variant_edit, variant_sides
+    from programs.factor_space import seen_movable, variant_edit, variant_sides
     from programs.seeds import seed_library
     from sandbox.pool import SandboxTask
 
     out = []
     for family in families:
         gen = seed_library()[family][0]
-        factors = [f for f in gen.factors if f.group in ("spatial", "attribute") and movable(f)]
+        factors = [f for f in gen.factors if f.group in ("spatial", "attribute") and seen_movable(f)]
         for _ in range(draws):
             seed = seed0 + len(out)
             rng = np.random.default_rng(seed)

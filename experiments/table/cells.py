@@ -122,6 +122,15 @@ def kept_bootstrap(results: Path, table: str, seed: int) -> Path | None:
     return None
 
 
+def table_bootstrap(preset: TablePreset, results: Path, seed: int) -> Path | None:
+    """The seed's kept bootstrap policy for `preset`'s cells: its own table's (`kept_bootstrap`), else that
+    of the table it takes its bootstraps from (`TablePreset.bootstraps`)."""
+    kept = kept_bootstrap(results, boot_home(preset), seed)
+    if kept is None and preset.bootstraps is not None:
+        kept = kept_bootstrap(results, preset.bootstraps, seed)
+    return kept
+
+
 def bootstrap_files(results: Path, table: str, seed: int) -> list[Path]:
     """The seed's kept bootstrap policy (and the manifest that lists it, in `checkpoints/`), to commit
     beside its record (none when it is the shipped pretrained file)."""
@@ -141,7 +150,7 @@ def kept_bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: in
     if (run / "trace.sqlite").exists():
         return cfg, run
     home = boot_home(preset)
-    kept = kept_bootstrap(results, home, seed)
+    kept = table_bootstrap(preset, results, seed)
     if kept is not None:
         learn = dataclasses.replace(cfg.learn, init_policy=str(kept.resolve()), sft_steps=0)
         return dataclasses.replace(cfg, learn=learn), run
@@ -158,7 +167,7 @@ def keep_bootstrap(preset: TablePreset, seed: int, run: Path, results: Path) -> 
     """After the bootstrap ran: its round-0 policy is the kept one (copied over the run's re-saved file), or
     — newly trained — copied under `results` to be committed with the seed's record."""
     policy = run / "policy" / "round_00.safetensors"
-    kept = kept_bootstrap(results, boot_home(preset), seed)
+    kept = table_bootstrap(preset, results, seed)
     if kept is not None and sha256(kept) != sha256(policy):
         shutil.copy2(kept, policy)
     elif kept is None:
@@ -217,6 +226,17 @@ def evaluate(policy: Path, scenes: Sequence[frozen.SuiteScene], seed: int, pool:
     return {f: {k: 100.0 * sum(v) / len(v) for k, v in splits.items()} for f, splits in acc.items()}
 
 
+def first_per_split(scenes: Sequence[frozen.SuiteScene], n: int | None) -> list[frozen.SuiteScene]:
+    """The first `n` scenes of each (family, split) in `scenes`, in order (all with None)."""
+    seen: dict[tuple[str, str], int] = defaultdict(int)
+    out = []
+    for s in scenes:
+        seen[(s.family, s.split)] += 1
+        if n is None or seen[(s.family, s.split)] <= n:
+            out.append(s)
+    return out
+
+
 def evaluate_cell(cfg: RunConfig, run: Path, preset: TablePreset, pool: EpisodePool,
                   shared: Path | None = None) -> dict[str, Any]:
     """The cell's final policy on every split, each round's on the curve split; cached in the run dir and,
@@ -224,23 +244,24 @@ def evaluate_cell(cfg: RunConfig, run: Path, preset: TablePreset, pool: EpisodeP
     evaluated once)."""
     cache = run / "suite_eval.json"
     done = json.loads(cache.read_text()) if cache.exists() else {}
-    scenes = frozen.suite(cfg.families, per_split=preset.per_split)
+    scenes = frozen.suite(cfg.families, per_split=preset.per_split, set_name=preset.suite)
     for r in range(cfg.rounds + 1):
         key = f"round_{r:02d}"
         if key in done:
             continue
         policy = run / "policy" / f"{key}.safetensors"
         split = frozen.SPLITS if r == cfg.rounds else (preset.curve_split,)
+        n = preset.per_split if r == cfg.rounds or preset.curve_per_split is None else preset.curve_per_split
         what = {"policy": sha256(policy), "seed": cfg.seed, "splits": list(split),
-                "families": list(cfg.families), "per_split": preset.per_split,
-                "max_steps": cfg.rollout_max_steps}
+                "families": list(cfg.families), "per_split": n, "max_steps": cfg.rollout_max_steps,
+                **({} if preset.suite == frozen.DEFAULT_SET else {"suite": preset.suite})}
         hit = shared / f"{hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]}.json" \
             if shared is not None else None
         if hit is not None and hit.exists():
             done[key] = json.loads(hit.read_text())
         else:
-            done[key] = evaluate(policy, [s for s in scenes if s.split in split], cfg.seed, pool,
-                                 cfg.rollout_max_steps)
+            these = first_per_split([s for s in scenes if s.split in split], n)
+            done[key] = evaluate(policy, these, cfg.seed, pool, cfg.rollout_max_steps)
             if hit is not None:
                 hit.parent.mkdir(parents=True, exist_ok=True)
                 hit.write_text(json.dumps(done[key]))
@@ -265,8 +286,9 @@ def bootstrap_record(preset: TablePreset, seed: int, critic: str, workers: int, 
     path.parent.mkdir(parents=True, exist_ok=True)
     splits = {split: {f: evals[f][split] for f in cfg.families} for split in frozen.SPLITS}
     boot_sha = sha256(boot / "policy" / "round_00.safetensors")
-    path.write_text(json.dumps({"seed": seed, "bootstrap_sha256": boot_sha,
-                                **splits, **took, "code_commit": provenance("")["commit"]}, indent=1) + "\n")
+    path.write_text(json.dumps({"seed": seed, "bootstrap_sha256": boot_sha, "suite": preset.suite,
+                                "per_split": preset.per_split, **splits, **took,
+                                "code_commit": provenance("")["commit"]}, indent=1) + "\n")
     return path
 
 
@@ -293,6 +315,7 @@ def finish_cell(cfg: RunConfig, run: Path, preset: TablePreset, preset_name: str
     t0 = time.perf_counter()
     evals = evaluate_cell(cfg, run, preset, pool, shared=out / "_eval_cache")
     rec = {**cell_record(cfg, run, evals, wall_s, boot_hash, preset_name),
+           "suite": preset.suite, "per_split": preset.per_split,
            "eval_s": round(time.perf_counter() - t0, 1),
            **({} if run_cpu_s is None else {"run_cpu_s": round(run_cpu_s, 1)})}
     if boot_hash is not None and not rec["bootstrap_shared"]:

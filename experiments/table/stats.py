@@ -18,6 +18,10 @@ from coda_policy.pretrained import canonical_sha256
 # beside ours (`coda`: the same loop, the sparse verifier as the update's reward, FINDINGS #28)
 TABLE_METHODS = ("zero_shot", "sft", "domain_randomization", "uniform", "scalar", "critic_no_memory",
                  "coda_text2potential", "coda")
+# the order of a table's rows: Table 1's methods, with the learnability baseline ("No Regrets"' p(1 − p))
+# beside the other generators that no critic steers; any other method after them, by name
+ROW_ORDER = ("zero_shot", "sft", "domain_randomization", "uniform", "learnability", "scalar",
+             "critic_no_memory", "coda_text2potential", "coda")
 
 
 def avg_ood(cell: dict[str, Any]) -> float:
@@ -77,7 +81,7 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
     for c in cells:
         by_method[c["method"]].append(c)
     methods = {}
-    for m in [x for x in TABLE_METHODS if x in by_method] + sorted(set(by_method) - set(TABLE_METHODS)):
+    for m in [x for x in ROW_ORDER if x in by_method] + sorted(set(by_method) - set(ROW_ORDER)):
         cs = sorted(by_method[m], key=lambda c: c["seed"])
         fams = cs[0]["families"]
         entry: dict[str, Any] = {

@@ -1,5 +1,12 @@
 """Frozen evaluation suites: per task family, four splits of validated scenes (the scripted expert solves
-every one), stored as scene files with their SHA-256 in `experiments/table/suites/manifest.json`.
+every one), stored as scene files with their SHA-256 in a manifest, one folder per suite set:
+
+    frozen10   experiments/table/suites/     10 scenes per family and split: Table 1 up to issue #38, read
+                                             by every design choice made since (keep it for those tables)
+    frozen50   experiments/table/suites50/   50 per family and split (200 OOD scenes a cell): the tables'
+                                             suites from issue #39 on
+    recheck50  experiments/table/recheck50/  50 per family and split, never read by a table: it re-checks a
+                                             choice made after seeing frozen50's numbers, and says so
 
     id           in distribution
     ood_single   in distribution except one spatial or attribute factor, moved into its out-of-distribution
@@ -14,8 +21,10 @@ The suites are drawn from their own seeds (disjoint from every seed the loop use
 loop (`tests/experiments/test_suites.py` checks that no code outside `experiments/`, `studies/` and `bench/`
 names them), and are never used for tuning: `experiments` owns them.
 
-    python -m experiments.table.suites --build [--n 10]    # (re)draw and validate; writes files + manifest
-    python -m experiments.table.suites --check             # every file present and unchanged
+    python -m experiments.table.suites --set frozen50 --build   # (re)draw and validate: files + manifest
+    python -m experiments.table.suites --set frozen50 --check   # every file present and unchanged
+
+Each set draws from its own seeds (a scene's seed: the set's base + 10,000 × split + 100 × index + draw).
 """
 
 from __future__ import annotations
@@ -32,11 +41,39 @@ import numpy as np
 
 from common.cli import command_parser, worker_count
 
-SUITE_DIR = Path(__file__).resolve().parent / "suites"
-MANIFEST = SUITE_DIR / "manifest.json"
+HERE = Path(__file__).resolve().parent
 SPLITS = ("id", "ood_single", "ood", "instruction")
 FAMILIES = ("pick_place", "articulated", "put_inside", "stack_insert")  # the paper's four
-SUITE_SEED = 7_340_000  # disjoint from the loop's seeds (scenes, demos, held-out evaluation at 900_000)
+MAX_N = 100  # scenes per family and split a set can hold (the seed formula leaves 100 per split)
+
+
+@dataclass(frozen=True)
+class SuiteSet:
+    """A set of frozen suites: its folder under experiments/table/, its seed base and its size."""
+
+    name: str
+    folder: str
+    # base of every scene seed; disjoint from the loop's seeds (scenes, demos, held-out evaluation at 900_000)
+    seed: int
+    n: int
+
+
+SETS = {s.name: s for s in (SuiteSet("frozen10", "suites", 7_340_000, 10),
+                            SuiteSet("frozen50", "suites50", 7_400_000, 50),
+                            SuiteSet("recheck50", "recheck50", 7_450_000, 50))}
+DEFAULT_SET = "frozen10"
+SUITE_SEED = SETS[DEFAULT_SET].seed
+
+
+def suite_set(name: str) -> SuiteSet:
+    try:
+        return SETS[name]
+    except KeyError:
+        raise KeyError(f"no suite set {name!r}; the sets are {', '.join(SETS)}") from None
+
+
+def folder(name: str = DEFAULT_SET) -> Path:
+    return HERE / suite_set(name).folder
 FRAMES = ("could you {} for me?", "your task: {}.", "I would like you to {}.", "go ahead and {}.",
           "{}, please.", "here is what to do: {}.")
 MAX_DRAWS = 40  # candidate scenes per wanted scene before giving up (validity rejects some)
@@ -44,16 +81,17 @@ MAX_DRAWS = 40  # candidate scenes per wanted scene before giving up (validity r
 
 @dataclass(frozen=True)
 class SuiteScene:
-    """One frozen scene: where it is (relative to `SUITE_DIR`), its family and split."""
+    """One frozen scene: where it is (relative to its set's folder), its family and split."""
 
     path: str
     family: str
     split: str
+    suite_set: str = DEFAULT_SET
 
     def load(self) -> Any:
         from sim.scene import SceneSpec
 
-        return SceneSpec.from_json((SUITE_DIR / self.path).read_text())
+        return SceneSpec.from_json((folder(self.suite_set) / self.path).read_text())
 
 
 def _movable_ood(fam: Any) -> list[Any]:
@@ -61,13 +99,17 @@ def _movable_ood(fam: Any) -> list[Any]:
     return [f for f in fam.factors if f.group in ("spatial", "attribute") and f.has_ood]
 
 
-def draw(family: str, split: str, i: int, attempt: int) -> Any:
-    """Candidate scene `i` of (`family`, `split`), draw `attempt` (deterministic)."""
+def draw(family: str, split: str, i: int, attempt: int, set_name: str = DEFAULT_SET) -> Any:
+    """Candidate scene `i` of (`family`, `split`), draw `attempt` (deterministic), of suite set `set_name`."""
     from sim.families import get_family
 
+    if not (0 <= i < MAX_N and 0 <= attempt < MAX_DRAWS):
+        raise ValueError(f"scene {i}, draw {attempt}: a set holds < {MAX_N} scenes a split, "
+                         f"< {MAX_DRAWS} draws")
     fam = get_family(family)
-    rng = np.random.default_rng([SUITE_SEED, FAMILIES.index(family), SPLITS.index(split), i, attempt])
-    seed = SUITE_SEED + 10_000 * SPLITS.index(split) + 100 * i + attempt
+    base = suite_set(set_name).seed
+    rng = np.random.default_rng([base, FAMILIES.index(family), SPLITS.index(split), i, attempt])
+    seed = base + 10_000 * SPLITS.index(split) + 100 * i + attempt
     values = fam.sample_factors(rng, ood=split == "ood")
     if split == "ood_single":
         movable = _movable_ood(fam)
@@ -93,72 +135,81 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def build(n: int, families: Sequence[str] = FAMILIES, workers: int = 2) -> dict[str, Any]:
-    """Draw and validate `n` scenes per family and split, write them and the manifest."""
+def build(n: int, families: Sequence[str] = FAMILIES, workers: int = 2,
+          set_name: str = DEFAULT_SET) -> dict[str, Any]:
+    """Draw and validate `n` scenes per family and split of suite set `set_name`, write them and its
+    manifest."""
     from sim.pool import EpisodePool
 
+    if not 0 < n <= MAX_N:
+        raise ValueError(f"a suite set holds 1 to {MAX_N} scenes per family and split, not {n}")
+    root = folder(set_name)
     scenes: dict[str, str] = {}
     rejected = 0
     with EpisodePool(workers) as pool:
         for family in families:
             for split in SPLITS:
-                out = SUITE_DIR / family / split
+                out = root / family / split
                 out.mkdir(parents=True, exist_ok=True)
                 for old in out.glob("*.json"):
                     old.unlink()
                 for i in range(n):
                     for start in range(0, MAX_DRAWS, workers):  # a batch of candidates per worker round
                         attempts = range(start, min(start + workers, MAX_DRAWS))
-                        cands = [draw(family, split, i, a) for a in attempts]
+                        cands = [draw(family, split, i, a, set_name) for a in attempts]
                         checks = [pool.executor.submit(_check, c.to_json()) for c in cands]
                         ok = [c for c, f in zip(cands, checks, strict=True) if f.result()[0]]
                         rejected += len(cands) - len(ok)
                         if ok:
                             path = out / f"{i:02d}_{ok[0].scene_id}.json"
                             path.write_text(ok[0].to_json())
-                            scenes[str(path.relative_to(SUITE_DIR))] = digest(path)
+                            scenes[str(path.relative_to(root))] = digest(path)
                             break
                     else:
                         raise RuntimeError(f"{family}/{split} scene {i}: no valid draw in {MAX_DRAWS}")
                 print(f"{family:13s} {split:12s} {n} scenes", flush=True)
-    manifest = {"version": 1, "seed": SUITE_SEED, "n": n, "families": list(families), "splits": list(SPLITS),
-                "scenes": dict(sorted(scenes.items()))}
-    MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
+    manifest = {"version": 1, "seed": suite_set(set_name).seed, "n": n, "families": list(families),
+                "splits": list(SPLITS), "scenes": dict(sorted(scenes.items()))}
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return {"scenes": len(scenes), "rejected_draws": rejected}
 
 
-def manifest() -> dict[str, Any]:
-    """The committed manifest; a clear error when the suites were never built."""
-    if not MANIFEST.exists():
-        raise FileNotFoundError(f"no frozen suites at {SUITE_DIR}; build them with "
-                                "`python -m experiments.table.suites --build`")
-    return json.loads(MANIFEST.read_text())
+def manifest(set_name: str = DEFAULT_SET) -> dict[str, Any]:
+    """The committed manifest of a suite set; a clear error when it was never built."""
+    path = folder(set_name) / "manifest.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no frozen suites at {path.parent}; build them with "
+                                f"`python -m experiments.table.suites --set {set_name} --build`")
+    return json.loads(path.read_text())
 
 
-def check() -> list[str]:
-    """Problems with the frozen suites: missing, changed or unlisted files (empty when intact)."""
-    m = manifest()
+def check(set_name: str = DEFAULT_SET) -> list[str]:
+    """Problems with a suite set: missing, changed or unlisted files (empty when intact)."""
+    m, root = manifest(set_name), folder(set_name)
     problems = []
     for rel, sha in m["scenes"].items():
-        path = SUITE_DIR / rel
+        path = root / rel
         if not path.exists():
             problems.append(f"missing: {rel}")
         elif digest(path) != sha:
             problems.append(f"changed: {rel}")
     listed = set(m["scenes"])
-    problems += [f"not in the manifest: {p.relative_to(SUITE_DIR)}" for p in SUITE_DIR.rglob("*/*/*.json")
-                 if str(p.relative_to(SUITE_DIR)) not in listed]
+    problems += [f"not in the manifest: {p.relative_to(root)}" for p in root.glob("*/*/*.json")
+                 if str(p.relative_to(root)) not in listed]
     return problems
 
 
 def suite(families: Sequence[str] | None = None, splits: Sequence[str] = SPLITS,
-          per_split: int | None = None) -> list[SuiteScene]:
-    """The frozen scenes of `families` × `splits` (the first `per_split` of each), after checking their
-    hashes; raises if a file is missing or changed."""
-    problems = check()
+          per_split: int | None = None, set_name: str = DEFAULT_SET) -> list[SuiteScene]:
+    """The frozen scenes of `families` × `splits` (the first `per_split` of each) of suite set `set_name`,
+    after checking their hashes; raises if a file is missing or changed."""
+    problems = check(set_name)
     if problems:
-        raise RuntimeError("the frozen suites do not match their manifest: " + "; ".join(problems[:5]))
-    m = manifest()
+        raise RuntimeError(f"the frozen suites of {set_name} do not match their manifest: "
+                           + "; ".join(problems[:5]))
+    m = manifest(set_name)
+    if per_split is not None and per_split > m["n"]:
+        raise ValueError(f"suite set {set_name} holds {m['n']} scenes per family and split, not {per_split}")
     fams = list(families or m["families"])
     unknown = sorted(set(fams) - set(m["families"])) + sorted(set(splits) - set(m["splits"]))
     if unknown:
@@ -167,23 +218,27 @@ def suite(families: Sequence[str] | None = None, splits: Sequence[str] = SPLITS,
     for family in fams:
         for split in splits:
             rels = sorted(r for r in m["scenes"] if r.startswith(f"{family}/{split}/"))
-            out += [SuiteScene(r, family, split) for r in rels[:per_split]]
+            out += [SuiteScene(r, family, split, set_name) for r in rels[:per_split]]
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = command_parser("experiments.table.suites", __doc__)
+    ap.add_argument("--set", dest="set_name", choices=list(SETS), default=DEFAULT_SET,
+                    help=f"the suite set (default {DEFAULT_SET})")
     ap.add_argument("--build", action="store_true", help="draw, validate and write the suites")
     ap.add_argument("--check", action="store_true", help="check the files against the manifest")
-    ap.add_argument("--n", type=int, default=10, help="scenes per family and split (with --build)")
+    ap.add_argument("--n", type=int,
+                    help="scenes per family and split (with --build; default the set's size)")
     ap.add_argument("--workers", type=worker_count, default=2)
     a = ap.parse_args(argv)
     if a.build:
-        print(build(a.n, workers=a.workers))
-    problems = check()
+        print(build(a.n or suite_set(a.set_name).n, workers=a.workers, set_name=a.set_name))
+    problems = check(a.set_name)
     for p in problems:
         print(p, file=sys.stderr)
-    print(f"{len(manifest()['scenes'])} frozen scenes, {'intact' if not problems else 'NOT intact'}")
+    print(f"{a.set_name}: {len(manifest(a.set_name)['scenes'])} frozen scenes, "
+          f"{'intact' if not problems else 'NOT intact'}")
     return 1 if problems else 0
 
 

@@ -143,15 +143,18 @@ def composite_program(base: GenerationProgram, parts: Sequence[tuple[str, dict[s
 
 
 def dr_program(base: GenerationProgram, widen: float) -> GenerationProgram:
-    """Domain randomization: every numeric range widened (`programs.factor_space.widened_range`)."""
+    """Domain randomization: every numeric range widened (`programs.factor_space.widened_range`) and every
+    choice drawn from all the values its schema declares, the unseen ones too."""
     from programs.edits import edit_many
     from programs.factor_space import widened_range
 
-    changes = {}
+    changes: dict[str, Any] = {}
     for f in base.factors:
         new = widened_range(f, widen)
         if new is not None:
             changes[f.name] = new
+        elif f.type == "choice" and f.ood_choices:
+            changes[f.name] = (*f.choices, *f.ood_choices)
     program = edit_many(base, changes, mode_id="dr", diagnosis=f"domain randomization: ranges widened by "
                         f"{widen:.0%} of their width per side")
     return program
