@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -129,6 +130,17 @@ def table_files(results: Path, table: str) -> list[Path]:
     return [f for f in files if f.exists()]
 
 
-def commit_files(paths: Sequence[Path], message: str) -> None:
-    subprocess.run(["git", "add", *map(str, paths)], cwd=ROOT, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", message, "--", *map(str, paths)], cwd=ROOT, check=False)
+def commit_files(paths: Sequence[Path], message: str, tries: int = 5) -> None:
+    """`git add` and `git commit` of exactly `paths`; a commit with nothing new passes, and a busy index
+    (another git command holding `index.lock`) is waited for, a few seconds at most, before the error is
+    raised."""
+    names = [str(p) for p in paths]
+    for cmd in (["git", "add", *names], ["git", "commit", "-q", "-m", message, "--", *names]):
+        for k in range(tries):
+            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+            said = done.stdout + done.stderr
+            if done.returncode == 0 or (cmd[1] == "commit" and "nothing" in said):
+                break
+            if "index.lock" not in said or k == tries - 1:
+                raise RuntimeError(f"{' '.join(cmd[:2])} failed: {said.strip()}")
+            time.sleep(1 + k)
