@@ -52,12 +52,23 @@ class MethodConfig:
     # the whole budget goes to modes and exploration variants, as `uniform` spends all of its on variants
     # (the seed distribution's demonstrations are still replayed, `LearnConfig.replay`; FINDINGS #22)
     seed_arm: bool = True
+    # The loop's own links, each replaceable for an ablation (issue #39; `python -m experiments.table.links`):
+    # who names the failing factor — the critic, or a factor of the failing scene drawn at random
+    diagnoser: Literal["critic", "random"] = "critic"
+    # verify each diagnosis against a control batch (False: every diagnosis is accepted unverified)
+    verify: bool = True
+    # how the budget is split over the arms: by learning progress (`RunConfig.allocation`) or evenly
+    allocation: Literal["progress", "uniform"] = "progress"
+    # a composite arm of every stored mode's edits (with `RunConfig.compose`); False: none
+    compose: bool = True
 
     def __post_init__(self) -> None:
         if self.memory and not self.diagnose:
             raise ValueError("memory stores validated diagnoses: it needs diagnose=True")
         if self.generator in ("critic", "memory") and not self.diagnose:
             raise ValueError(f"generator {self.generator!r} is driven by diagnoses: it needs diagnose=True")
+        if (self.diagnoser != "critic" or not self.verify) and not self.diagnose:
+            raise ValueError("diagnoser and verify are links of the diagnosis loop: they need diagnose=True")
         if not self.seed_arm and self.generator not in ("critic", "memory"):
             raise ValueError(f"seed_arm=False is an option of the diagnosis-driven generators (critic, "
                              f"memory), not of {self.generator!r}")
@@ -102,3 +113,13 @@ METHODS.register("coda_no_seed_arm", dataclasses.replace(_T2P, seed_arm=False))
 # these two swap the update between them, so scenes and update are measured apart.
 METHODS.register("coda_sft", dataclasses.replace(_T2P, update="sft"))
 METHODS.register("uniform_aw", MethodConfig(generator="uniform", update="aw"))
+# The ablations of the loop's own links (issue #39), each CoDA (`coda`) with one link replaced, at the same
+# budget: the critic by a random factor of the failing scene, verification by accepting every diagnosis,
+# memory by none (the last round's validated diagnoses only: the `critic` generator), the learning-progress
+# allocation by an even split, the composite of modes by none.
+_CODA = METHODS.get("coda")
+METHODS.register("coda_random_critic", dataclasses.replace(_CODA, diagnoser="random"))
+METHODS.register("coda_no_verify", dataclasses.replace(_CODA, verify=False))
+METHODS.register("coda_no_memory", dataclasses.replace(_CODA, generator="critic", memory=False))
+METHODS.register("coda_even_allocation", dataclasses.replace(_CODA, allocation="uniform"))
+METHODS.register("coda_no_compose", dataclasses.replace(_CODA, compose=False))

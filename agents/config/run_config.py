@@ -171,6 +171,10 @@ def check_method(method: str, written: dict[str, Any]) -> None:
     """ValueError when `method` now names another configuration than `written` (a run's `method_config`),
     naming the method that matches what the run was started with."""
     now = dataclasses.asdict(METHODS.get(method))
+    # a field added since the run was written takes its default: the run was made without it, as by default
+    defaults = {f.name: f.default for f in dataclasses.fields(MethodConfig)
+                if f.default is not dataclasses.MISSING}
+    written = {**{k: v for k, v in defaults.items() if k not in written}, **written}
     if written == now:
         return
     same = [name for name in METHODS.names() if dataclasses.asdict(METHODS.get(name)) == written]

@@ -16,10 +16,12 @@ the episode raises `ProgramRejected`.
 from __future__ import annotations
 
 import difflib
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from agents.config import CriticConfig
@@ -43,7 +45,7 @@ from sim.factors import EditValue, FactorDef
 from sim.families import get_family
 
 PROMPT = "critic_diagnose"
-CriticKind = Literal["rules", "llm"]
+CriticKind = Literal["rules", "llm", "random"]
 
 
 class DiagnosisOut(BaseModel):
@@ -143,6 +145,31 @@ def rules_diagnosis(sm: FailureSummary, program: GenerationProgram,
     edit = targeted_edit(program, r.name, value, r.position, config)
     return _diagnosis(sm, program, r.name, sm.failing_phase, explain(sm, top), edit, "rules",
                       confidence(ranked), config)
+
+
+def random_diagnosis(sm: FailureSummary, program: GenerationProgram,
+                     config: CriticConfig = CriticConfig()) -> Diagnosis:
+    """The critic ablated (issue #39): a factor of the failing scene drawn at random — among those the rules
+    critic could name, each equally likely whatever the evidence — in the failing phase, with the edit that
+    recreates its value (`targeted_edit`). The draw is seeded by the episode, so a rerun names the same."""
+    names = {f.name for f in program.factors}
+
+    def usable(r: Any) -> bool:  # a choice only when an edit may use its value
+        return r.type != "choice" or r.value in allowed_choices(reference(program, r.name), config.allow_ood)
+
+    readings = [r for r in sm.factors if r.name in names and r.live and usable(r)]
+    if not readings:
+        raise ProgramRejected(f"program {program.hash8} shares no editable factor with the scene of "
+                              f"{sm.episode_id}")
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(sm.episode_id.encode()).digest()[:8], "big"))
+    r = readings[int(rng.integers(len(readings)))]
+    value = r.value
+    if r.type != "choice":
+        lo, hi = bounds(reference(program, r.name), config.allow_ood)
+        value = min(max(float(value), lo), hi)
+    edit = targeted_edit(program, r.name, value, r.position, config)
+    return _diagnosis(sm, program, r.name, sm.failing_phase, f"random factor {r.name} (the critic ablated)",
+                      edit, "random", 0.0, config)
 
 
 def short(value: Any) -> Any:
@@ -254,8 +281,10 @@ def diagnose(episode: Episode, program: GenerationProgram, llm: LLM | None = Non
         sm = with_peers(sm, peers)
     if critic == "rules":
         return rules_diagnosis(sm, program, config)
+    if critic == "random":
+        return random_diagnosis(sm, program, config)
     if critic != "llm":
-        raise ValueError(f"unknown critic {critic!r}; use 'rules' or 'llm'")
+        raise ValueError(f"unknown critic {critic!r}; use 'rules', 'llm' or 'random'")
     if llm is None:
         raise ValueError("critic='llm' needs an llm (or use critic='rules')")
     return llm_diagnosis(sm, program, llm, config, feedback)

@@ -132,3 +132,16 @@ def test_open_deps_builds_the_agents_from_the_run_config(tmp_path) -> None:
 def test_a_round_share_outside_zero_to_one_is_refused_with_its_name(share: float) -> None:
     with pytest.raises(ValueError, match="learn.round_share must be in"):
         LearnConfig(round_share=share)
+
+
+def test_a_run_written_before_a_method_field_existed_continues_under_its_default() -> None:
+    from agents.config import METHODS
+    from agents.config.run_config import check_method
+
+    written = dataclasses.asdict(METHODS.get("coda"))
+    for new in ("diagnoser", "verify", "allocation", "compose"):  # the loop-link fields of issue #39
+        del written[new]
+    check_method("coda", written)  # made without them = made with their defaults
+    with pytest.raises(ValueError, match="method 'coda_no_verify' has changed since this run was written "
+                                         r"\(verify: True → False\); what it was is now called 'coda'"):
+        check_method("coda_no_verify", written)

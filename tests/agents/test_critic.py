@@ -402,3 +402,25 @@ def test_a_push_that_failed_sliding_names_the_friction_that_resisted_it():
     ranked = rank_factors(sm, {f.name for f in gen.factors})
     assert ranked[0].reading.name == "friction" and ranked[0].relevance > 0.3
     assert next(c for c in ranked if c.reading.name == "obj_x").relevance == pytest.approx(0.3)
+
+
+def test_the_random_critic_names_a_scene_factor_at_random_seeded_by_the_episode():
+    """The critic ablated (issue #39): whatever the evidence, the factor is drawn among the failing scene's
+    editable factors, the same one for the same episode, many different ones over many episodes."""
+    from agents.critic.diagnose import random_diagnosis, rules_diagnosis
+
+    sm, gen = _ood_summary("lift", yaw=0.0, mass=0.19)
+    cfg = CriticConfig(allow_ood=True)
+    named = {}
+    for i in range(40):
+        one = sm.model_copy(update={"episode_id": f"ep_{i}"})
+        dx = random_diagnosis(one, gen, cfg)
+        assert dx == random_diagnosis(one, gen, cfg)  # seeded by the episode
+        assert dx.critic_id == "random" and dx.confidence == 0.0 and dx.phase == "lift"
+        assert dx.factor in dx.edit and "the critic ablated" in dx.explanation
+        named[dx.factor] = named.get(dx.factor, 0) + 1
+    live = {r.name for r in sm.factors if r.live}
+    assert set(named) <= live and len(named) >= 5  # spread over the scene's factors, not the evidence's
+    assert max(named.values()) < 40 // 2
+    assert rules_diagnosis(sm, gen, cfg).factor in {"obj_x", "color", "target"}  # where the rules look
+    assert diagnose(yaw_grasp_failure(0.55), GEN, critic="random").critic_id == "random"

@@ -221,7 +221,7 @@ def _memory_arms(deps: Deps, family: str, round_no: int) -> tuple[list[ArmProgra
             parts.append((mode, entries[0], arm))
     rank = {m: i for i, m in enumerate(sorted(modes, key=lambda m: (-scores[m], m)))}  # strongest first
     arms = _base_arms(deps, family)
-    if cfg.compose:  # the composite keeps the stronger mode's edit where two edit one factor
+    if cfg.compose and cfg.method_config.compose:  # the stronger mode's edit wins where two edit one factor
         mix = _composite_arm(deps, family, base, sorted(parts, key=lambda p: rank[p[0]]), round_no)
         if mix is not None:
             arms.append(mix)
@@ -230,7 +230,9 @@ def _memory_arms(deps: Deps, family: str, round_no: int) -> tuple[list[ArmProgra
         mode_arms = sorted(mode_arms, key=lambda a: rank[a["mode_id"]])[:room]
     arms += mode_arms
     arms = _explore(deps, family, round_no, arms)
-    counts = allocate_family(deps.ledger, family, [a["mode_id"] for a in arms], cfg.budget, cfg.allocation)
+    rule = cfg.allocation if cfg.method_config.allocation == "progress" else dataclasses.replace(
+        cfg.allocation, epsilon=1.0)  # the allocation ablated: every arm the same share
+    counts = allocate_family(deps.ledger, family, [a["mode_id"] for a in arms], cfg.budget, rule)
     return arms, counts
 
 

@@ -72,9 +72,10 @@ def _diagnose_one(deps: Deps, slot: Slot, episode_path: str,
     program = load_program(deps, slot["program"])
     expected = agent_failures()
     errors: list[str] = []
+    critic = "random" if deps.config.method_config.diagnoser == "random" else deps.config.critic_kind
     for _ in range(deps.config.max_retries + 1):
         try:
-            return deps.agents.diagnose(episode, program, deps.llm, critic=deps.config.critic_kind,
+            return deps.agents.diagnose(episode, program, deps.llm, critic=critic,
                                         episode_id=Path(episode_path).stem,
                                         feedback=retry_feedback(errors), peers=peers), errors
         except expected as e:
@@ -152,6 +153,11 @@ def verify(state: RoundState, deps: Deps) -> dict[str, Any]:
         rec = read_json(path)
         if rec.get("verdict") is None and not rec.get("verify_error"):
             dx = Diagnosis.model_validate(rec["diagnosis"])
+            if not deps.config.method_config.verify:  # the link ablated: accepted as it is, no batches
+                rec["verdict"] = accepted_unverified(dx).model_dump(mode="json")
+                write_json(path, rec)
+                tick(None)
+                continue
             rng = np.random.default_rng(stable_seed(deps.config.seed, state["round"], dx.id))
             run_batch = make_run_batch(deps, state, dx.id)
             try:
@@ -168,6 +174,16 @@ def verify(state: RoundState, deps: Deps) -> dict[str, Any]:
             write_json(path, rec)
         tick(None)
     return {"critic_failures": failures}
+
+
+def accepted_unverified(dx: Any) -> Any:
+    """The verdict of a diagnosis when verification is ablated (`MethodConfig.verify` off): validated, with
+    no episode behind it (n = 0) and a reason that says so."""
+    from memory.types import Verdict
+
+    return Verdict(diagnosis_id=dx.id, status="validated", targeted_failure_rate=0.0,
+                   control_failure_rate=0.0, statistic=0.0, p_value=1.0, n=0, test="none",
+                   reason="verification ablated: every diagnosis is accepted unverified")
 
 
 def verdict_counts(deps: Deps, files: Sequence[str]) -> dict[str, int]:

@@ -55,3 +55,24 @@ def test_learnability_keeps_the_measured_variants_the_policy_sometimes_solves(be
     assert len(fresh) == 1 and fresh[0]["mode_id"].startswith("var_")
     assert sum(s["n"] for s in second["slots"]) == deps.config.budget
     assert kept[0]["n"] >= kept[1]["n"]  # budget by p(1 − p): 0.25 against 0.16
+
+
+@pytest.mark.parametrize("method, even", [("coda", False), ("coda_even_allocation", True)])
+def test_the_allocation_link_splits_by_progress_or_evenly(before, method: str, even: bool) -> None:
+    deps, state = before("allocate", method, max_arms=3, budget=12)
+    for r in (0, 1):  # the seed arm made no progress: learning progress gives it the least
+        deps.ledger.record("seed", "pick_place", r, 0.5, n=4)
+    counts = [s["n"] for s in call(allocate, state, deps)["slots"]]
+    assert sum(counts) == 12 and len(counts) == 3
+    assert (max(counts) - min(counts) <= 1) == even
+
+
+@pytest.mark.parametrize("method, composed", [("coda", True), ("coda_no_compose", False)])
+def test_the_composition_link_can_be_turned_off(before, monkeypatch, method: str, composed: bool) -> None:
+    import agents.graph.nodes.allocate as alloc
+
+    asked = []
+    monkeypatch.setattr(alloc, "_composite_arm", lambda *a, **k: asked.append(a) or None)
+    deps, state = before("allocate", method)
+    call(allocate, state, deps)
+    assert bool(asked) == composed

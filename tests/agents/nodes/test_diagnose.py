@@ -58,3 +58,12 @@ def test_diagnoses_are_taken_in_turn_from_every_family() -> None:
     got = _failed_train_episodes(deps, {"slots": slots}, by_scene)
     assert [(s["family"], s["mode_id"]) for s, _ in got] == [("a", "seed"), ("b", "seed"), ("c", "seed"),
                                                               ("a", "var")]
+
+
+def test_the_random_critic_method_diagnoses_with_a_random_factor(before) -> None:
+    from agents.graph.deps import HelperAgents
+
+    deps, state = before("diagnose", "coda_random_critic", agents=HelperAgents())
+    update = call(diagnose, state, deps)
+    recs = [read_json(deps.run.root / rel) for rel in update["diagnoses"]]
+    assert recs and all(r["diagnosis"]["critic_id"] == "random" for r in recs)

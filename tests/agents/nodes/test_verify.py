@@ -31,3 +31,13 @@ def test_a_verification_that_raises_is_reported_not_fatal(before) -> None:
     (failure,) = update["critic_failures"]
     assert "verification failed: ValueError: no factor left" in failure
     assert read_json(deps.run.root / state["diagnoses"][0])["verdict"] is None
+
+
+def test_with_verification_ablated_every_diagnosis_is_accepted_unverified(before) -> None:
+    deps, state = before("verify", "coda_no_verify")
+    assert call(verify, state, deps) == {"critic_failures": []}
+    rec = read_json(deps.run.root / state["diagnoses"][0])
+    v = rec["verdict"]
+    assert v["status"] == "validated" and v["n"] == 0 and v["test"] == "none"
+    assert "verification ablated" in v["reason"]
+    assert not [c for c in deps.agents.calls if c[0] == "verify"] and deps.meter.episodes == 0
