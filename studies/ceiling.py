@@ -3,6 +3,7 @@ An oracle measurement outside the loop.
 
     python -m studies.ceiling             # id, mixed, ood at budgets 6 and 24, with/without replay
     python -m studies.ceiling --sources ood --budgets 6 --seeds 1
+    python -m studies.ceiling --table core --sources ood --budgets 6 --replay yes --seeds 5   # issue #39
 
 Every method of Table 1 differs only in which scenes it trains on. This asks what the best possible choice
 would give: start from a seed's shared bootstrap policy (the one every Table 1 cell starts from) and
@@ -21,7 +22,10 @@ lift OOD success much above the `sft` row, no generator can, and Table 1's margi
 noise; the budget at which it can says what the table needs. Each (source, budget, replay, seed) lands in
 `<results>/ceiling/` (default runs/results/findings; the committed ones: `--results docs/results/findings`)
 as it finishes (a killed run resumes), and `ceiling.md` is rebuilt from
-them.
+them. `--table core` measures the same at another table's size — its rounds, its suite set (`frozen50`),
+its seeds' kept bootstraps — into `<results>/ceiling_core/` and `ceiling_core.md`: the oracle the `core`
+table's rows are compared with (every generator now reaches every value the `ood` split draws, so the
+oracle on what a generator can reach and the oracle on everything are the same draw).
 """
 
 from __future__ import annotations
@@ -97,15 +101,16 @@ def demos(families: Sequence[str], source: str, round_no: int, budget: int, out:
 
 
 def run_one(source: str, budget: int, seed: int, *, replay: bool, out: Path, boot_out: Path, pool: Any,
-            per_split: int | None) -> dict[str, Any]:
+            per_split: int | None, table: str = "default", kept: Path | None = None) -> dict[str, Any]:
     """Fine-tune the seed's bootstrap on `source` scenes round by round (with `replay`, on every
     demonstration so far: the bootstrap's round-0 demos and each round's); the final policy on the
-    suites."""
+    suites of `table`'s preset (its rounds and suite set; `kept`: the results folder whose kept bootstrap
+    policies its seeds start from)."""
     from agents.graph.trainer import PolicyTrainer
 
-    preset = TABLES.get("default")
+    preset = TABLES.get(table)
     cfg = cell_config(preset, "sft", seed, "rules", 2)
-    boot_run = shared_bootstrap(preset, seed, "rules", 2, boot_out)
+    boot_run = shared_bootstrap(preset, seed, "rules", 2, boot_out, kept)
     boot = boot_run / "policy" / "round_00.safetensors"
     seen = sorted((boot_run / "episodes" / "round_00").glob("demo_*.npz")) if replay else []
     t0 = time.perf_counter()
@@ -118,9 +123,10 @@ def run_one(source: str, budget: int, seed: int, *, replay: bool, out: Path, boo
         seen += eps
         trainer.finetune(policy, seen if replay else eps, nxt)
         policy = nxt
-    scenes = frozen.suite(cfg.families, per_split=per_split)
+    scenes = frozen.suite(cfg.families, per_split=per_split, set_name=preset.suite)
     final = evaluate(policy, scenes, cfg.seed, pool, cfg.rollout_max_steps)
     return {"source": source, "budget": budget, "replay": replay, "seed": seed, "rounds": cfg.rounds,
+            **({} if table == "default" else {"table": table, "suite": preset.suite, "per_split": per_split}),
             "finetune_steps": cfg.learn.finetune_steps, "families": list(cfg.families),
             "bootstrap_sha256": sha256(boot),
             **{split: {f: final[f][split] for f in cfg.families} for split in frozen.SPLITS},
@@ -159,17 +165,24 @@ def cell_name(source: str, budget: int, replay: bool, seed: int) -> str:
 def _cell(source: str, budget: int, replay: bool, seed: int, a: argparse.Namespace, pool: Any,
           per_split: int | None, command: str) -> None:
     """One (source, budget, replay, seed) unless recorded; the table rebuilt after it."""
-    rec = a.results / "ceiling" / f"{cell_name(source, budget, replay, seed)}.json"
+    folder = a.results / records_folder(a.table)
+    rec = folder / f"{cell_name(source, budget, replay, seed)}.json"
     if rec.exists():
         return
+    kept = ROOT / "docs" / "results" if TABLES.get(a.table).bootstraps else None
     res = run_one(source, budget, seed, replay=replay, out=a.out, boot_out=a.bootstraps, pool=pool,
-                  per_split=per_split)
+                  per_split=per_split, table=a.table, kept=kept)
     rec.write_text(json.dumps(res, indent=1) + "\n")
     ood = sum(res["ood"].values()) / len(res["ood"])
     name = cell_name(source, budget, replay, seed)
     print(f"{name}: avg OOD {ood:.1f} % ({res['wall_s']:.0f} s)", flush=True)
-    cells = [json.loads(p.read_text()) for p in sorted((a.results / "ceiling").glob("*.json"))]
-    (a.results / "ceiling.md").write_text(markdown(cells, command))
+    cells = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    (a.results / f"{records_folder(a.table)}.md").write_text(markdown(cells, command))
+
+
+def records_folder(table: str) -> str:
+    """Where a table size's oracle records go: `ceiling/` for Table 1's default, `ceiling_<table>/` else."""
+    return "ceiling" if table == "default" else f"ceiling_{table}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,8 +194,11 @@ def main(argv: list[str] | None = None) -> int:
                          "(on every demo so far, the bootstrap's included)")
     ap.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 (each with its Table 1 bootstrap)")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "ceiling", help="demos and policies")
-    ap.add_argument("--bootstraps", type=Path, default=ROOT / "runs" / "table1_default",
-                    help="Table 1's run directories, whose shared bootstraps are reused (made if missing)")
+    ap.add_argument("--table", default="default", choices=TABLES.names(),
+                    help="the table size to measure at: its rounds, suite set and bootstraps (default)")
+    ap.add_argument("--bootstraps", type=Path,
+                    help="the table's run directories, whose shared bootstraps are reused (made if missing; "
+                         "default runs/table1_<table>)")
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="where ceiling/ and ceiling.md go (default runs/results/findings)")
     a = ap.parse_args(argv)
@@ -206,15 +222,16 @@ def main(argv: list[str] | None = None) -> int:
 
     given = argv if argv is not None else sys.argv[1:]
     command = ("python -m studies.ceiling " + " ".join(given)).strip()
-    per_split = TABLES.get("default").per_split
-    (a.results / "ceiling").mkdir(parents=True, exist_ok=True)
+    per_split = TABLES.get(a.table).per_split
+    a.bootstraps = a.bootstraps or ROOT / "runs" / f"table1_{a.table}"
+    (a.results / records_folder(a.table)).mkdir(parents=True, exist_ok=True)
     with EpisodePool(2) as pool:
         for seed in range(a.seeds):
             for replay in replays:
                 for budget in budgets:
                     for source in sources:
                         _cell(source, budget, replay, seed, a, pool, per_split, command)
-    print((a.results / "ceiling.md").read_text())
+    print((a.results / f"{records_folder(a.table)}.md").read_text())
     return 0
 
 

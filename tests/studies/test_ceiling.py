@@ -28,7 +28,7 @@ def test_sources_draw_the_distribution_they_name():
 
 
 def test_training_scenes_are_never_suite_scenes():
-    suite_seeds = {s.load().seed for s in frozen.suite()}
+    suite_seeds = {s.load().seed for name in frozen.SETS for s in frozen.suite(set_name=name)}
     ours = {ceiling.draw(f, src, r, i, a).seed for f in frozen.FAMILIES for src in ceiling.SOURCES
             for r in (1, 2) for i in range(3) for a in range(2)}
     assert not ours & suite_seeds
@@ -51,3 +51,7 @@ def test_markdown_averages_families_over_seeds():
 def test_cli_refuses_bad_input(args: list[str], capsys: pytest.CaptureFixture[str]):
     assert ceiling.main(args) == 2
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_another_table_size_keeps_its_records_apart():
+    assert ceiling.records_folder("default") == "ceiling" and ceiling.records_folder("core") == "ceiling_core"
