@@ -74,3 +74,29 @@ def test_missing_markers_are_an_error(tmp_path: Path):
     ran = subprocess.run([sys.executable, str(SCRIPT), "--check", "--root", str(root)], capture_output=True,
                          text=True)
     assert ran.returncode != 0 and "libero-runs" in ran.stderr
+
+
+def test_the_core_table_s_rows_appear_as_its_cells_land(tmp_path: Path):
+    """Issue #39's table: no row until CoDA and a baseline have a cell; then each row names its seeds and
+    the paired difference appears once two seeds are shared."""
+    import json
+
+    mod = _script()
+    folder = tmp_path / "table1_core"
+    folder.mkdir()
+    assert mod.core_rows(tmp_path, "") == []
+
+    def cell(method: str, seed: int, ood: float) -> None:
+        rec = {"method": method, "seed": seed, "ood": {"a": ood, "b": ood}, "id": {"a": 90.0, "b": 80.0}}
+        (folder / f"{method}_seed{seed}.json").write_text(json.dumps(rec))
+
+    cell("coda", 0, 30.0)
+    assert mod.core_rows(tmp_path, "") == []
+    cell("uniform", 0, 20.0)
+    rows = mod.core_rows(tmp_path, "")
+    assert len(rows) == 2 and "| 30.0 ± 0.0 (seeds 0) | uniform 20.0 ± 0.0 (seeds 0) |" in rows[0]
+    cell("coda", 1, 40.0)
+    cell("uniform", 1, 26.0)
+    rows = mod.core_rows(tmp_path, "")
+    assert rows[-1] == ("| the same, CoDA − baseline, avg OOD pp, paired by seed (seeds) | | "
+                        "uniform +12.0 ± 2.0 (2) |")
