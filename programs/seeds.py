@@ -6,11 +6,15 @@ or run them; generation programs run in the sandbox.
 
 from __future__ import annotations
 
+import ast
 import functools
+from collections.abc import Sequence
 from pathlib import Path
 
 from programs.model import GenerationProgram, TrainingProgram
-from programs.source import generation_from_source, training_from_toml
+from programs.source import generation_from_source, sync_schema, training_from_toml
+from sim.extension import Space
+from sim.factors import FactorDef
 
 
 def seed_families() -> tuple[str, ...]:
@@ -31,15 +35,47 @@ def seed_paths(family: str) -> tuple[Path, Path]:
 
 
 @functools.cache
-def seed_library() -> dict[str, tuple[GenerationProgram, TrainingProgram]]:
-    """family → (seed generation program, seed training program)."""
+def seed_library(space: Space = "core") -> dict[str, tuple[GenerationProgram, TrainingProgram]]:
+    """family → (seed generation program, seed training program) of a factor space: the family's scene
+    builder as it is (`core`), or that text extended (`extended_source`; a family without extended factors,
+    one of LIBERO's, keeps its own)."""
+    from sim.families import get_family
+
     out = {}
     for family in seed_families():
         gen, train = seed_paths(family)
-        out[family] = (generation_from_source(gen.read_text()), training_from_toml(train.read_text()))
+        text = gen.read_text()
+        if space == "extended" and get_family(family).extension:
+            text = extended_source(text, get_family(family).schema("extended"))
+        out[family] = (generation_from_source(text), training_from_toml(train.read_text()))
     return out
+
+
+# what an extended seed program adds after its family's scene builder: `generate` becomes the extension
+# applied to the core one (`sim.extension.extend`), which the sandbox lets a program import
+EXTENDED_TAIL = '''
+
+# ---- the extended factor space (sim.extension): the scene above, with distractors, obstacles, clutter,
+# scaled objects, the table, the arm's start and the noise on actions and observations as FACTORS say
+from sim.extension import extend
+
+
+def generate(rng, **factors):
+    """The core scene (`core_generate`) with the extended factors applied."""
+    return extend(core_generate, FACTORS, rng, factors)
+'''
+
+
+def extended_source(core: str, factors: Sequence[FactorDef]) -> str:
+    """A scene builder's text as an extended seed program: its `FACTORS` literal rewritten to `factors`
+    (the family's and `sim.extension.EXTENSION`), its `generate` renamed `core_generate`, and a `generate`
+    that applies the extension to it (`EXTENDED_TAIL`)."""
+    fn = next(n for n in ast.parse(core).body if isinstance(n, ast.FunctionDef) and n.name == "generate")
+    lines = core.splitlines(keepends=True)
+    lines[fn.lineno - 1] = lines[fn.lineno - 1].replace("def generate(", "def core_generate(", 1)
+    return sync_schema("".join(lines), tuple(factors)).rstrip("\n") + "\n" + EXTENDED_TAIL
 
 
 SEED_FAMILIES = seed_families()
 
-__all__ = ["SEED_FAMILIES", "seed_families", "seed_library", "seed_paths"]
+__all__ = ["SEED_FAMILIES", "extended_source", "seed_families", "seed_library", "seed_paths"]

@@ -16,15 +16,17 @@ PROGRAM_FILENAME = "<program>"
 GUARD_NAME = "_sbx_getattr"  # the runtime attribute guard, injected into the program's builtins
 ENTRY_POINT = "generate"
 
-SCENE_NAMES = frozenset({"SceneSpec", "ObjectSpec", "FixtureSpec", "Predicate", "LiberoRef", "FACTOR_GROUPS",
-                         "PREDICATE_NAMES", "factor_values", "grouped", "fill"})
+SCENE_NAMES = frozenset({"SceneSpec", "ObjectSpec", "FixtureSpec", "Predicate", "LiberoRef", "Conditions",
+                         "FACTOR_GROUPS", "PREDICATE_NAMES", "factor_values", "grouped", "fill"})
+# the extended factor space's schema and the function that applies it to a family's core scene
+EXTENSION_NAMES = frozenset({"EXTENSION", "extend"})
 TYPING_NAMES = frozenset({"Any", "Optional", "Union", "Sequence", "Iterable", "Iterator", "Mapping",
                           "Callable", "Literal", "Tuple", "List", "Dict"})
 # module -> names `from module import ...` may take (None: any public name of the real module).
 ALLOWED_MODULES: dict[str, frozenset[str] | None] = {
     "numpy": None, "numpy.random": None, "numpy.linalg": None, "math": None, "random": None,
     "itertools": None, "typing": TYPING_NAMES, "sim": SCENE_NAMES, "sim.scene": SCENE_NAMES,
-    "__future__": frozenset({"annotations"}),
+    "sim.extension": EXTENSION_NAMES, "__future__": frozenset({"annotations"}),
 }
 
 FORBIDDEN_NAMES = frozenset({

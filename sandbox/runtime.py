@@ -187,9 +187,11 @@ class Environment:
         import numpy.linalg
         import numpy.random
 
-        from sim import scene
+        from sim import extension, scene
 
         scene_mod = _proxy("sim.scene", {n: getattr(scene, n) for n in ALLOWED_MODULES["sim.scene"] or ()})
+        extension_mod = _proxy("sim.extension", {n: getattr(extension, n)
+                                                 for n in ALLOWED_MODULES["sim.extension"] or ()})
         sim_mod = _proxy("sim", {**_public(scene_mod), "scene": scene_mod})
         typing_mod = _proxy("typing", {n: getattr(__import__("typing"), n) for n in ALLOWED_MODULES["typing"]
                                        or ()})
@@ -197,7 +199,7 @@ class Environment:
         self.modules: dict[str, types.ModuleType] = {
             "numpy": numpy, "numpy.random": numpy.random, "numpy.linalg": numpy.linalg, "math": math,
             "random": random, "itertools": itertools, "typing": typing_mod, "sim": sim_mod,
-            "sim.scene": scene_mod, "__future__": future_mod,
+            "sim.scene": scene_mod, "sim.extension": extension_mod, "__future__": future_mod,
         }
         self.scene_type = scene.SceneSpec
         # captured before any program runs: a program that patches `SceneSpec.model_dump_json` (through an

@@ -16,7 +16,7 @@ import numpy as np
 
 from sim import assets
 from sim.fixtures import FixtureParts, build_fixture, fixture_footprint
-from sim.scene import ObjectSpec, SceneSpec
+from sim.scene import Conditions, ObjectSpec, SceneSpec
 
 TIMESTEP = 0.002
 CONTROL_HZ = 20
@@ -70,12 +70,13 @@ def _yaw_quat(yaw: float) -> list[float]:
     return [math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
 
 
-def _add_robot(world: mujoco.MjsBody) -> None:
+def _add_robot(world: mujoco.MjsBody, table_height: float = 0.0) -> None:
     arm = mujoco.MjSpec.from_file(str(assets.panda_arm_xml()))
     grip = mujoco.MjSpec.from_file(str(assets.panda_gripper_xml()))
     arm.compiler.degree = grip.compiler.degree = False  # robosuite's joint ranges are in radians
     arm.body("right_hand").add_frame().attach_body(grip.body("right_gripper"), "gripper_", "")
-    world.add_frame(pos=list(ROBOT_BASE)).attach_body(arm.body("base"), "robot_", "")
+    base = [ROBOT_BASE[0], ROBOT_BASE[1], ROBOT_BASE[2] - table_height]  # a higher table, a lower arm
+    world.add_frame(pos=base).attach_body(arm.body("base"), "robot_", "")
 
 
 def _look_at(eye: list[float], target: list[float]) -> list[float]:
@@ -86,7 +87,7 @@ def _look_at(eye: list[float], target: list[float]) -> list[float]:
     return [*x, *np.cross(x, f)]
 
 
-def _add_stage(spec: mujoco.MjSpec) -> None:
+def _add_stage(spec: mujoco.MjSpec, c: Conditions) -> None:
     spec.visual.quality.shadowsize = 0
     spec.visual.quality.offsamples = 0
     spec.visual.headlight.ambient = [0.45, 0.45, 0.45]
@@ -108,8 +109,8 @@ def _add_stage(spec: mujoco.MjSpec) -> None:
         type=mujoco.mjtGeom.mjGEOM_BOX,
         pos=[TABLE_CENTER_X, 0, -tz],
         size=[tx, ty, tz],
-        rgba=[0.78, 0.72, 0.62, 1],
-        friction=[1.0, 0.005, 0.0001],
+        rgba=list(c.table_rgba or (0.78, 0.72, 0.62, 1)),
+        friction=[c.table_friction, 0.005, 0.0001],
     )
     for sx in (-1, 1):
         for sy in (-1, 1):
@@ -141,9 +142,11 @@ def _add_stage(spec: mujoco.MjSpec) -> None:
     w.add_camera(name="top", pos=[0.0, 0.0, 1.25], xyaxes=[0, 1, 0, -1, 0, 0], fovy=50)
 
 
-def _add_object(world: mujoco.MjsBody, o: ObjectSpec) -> None:
+def _add_object(world: mujoco.MjsBody, o: ObjectSpec, damping: float = 0.0) -> None:
     body = world.add_body(name=o.name)
-    body.add_freejoint(name=o.name)
+    joint = body.add_freejoint(name=o.name)
+    if damping:
+        joint.damping = [damping, 0.0, 0.0]  # MuJoCo's damping polynomial: its linear term, every dof
     common = dict(rgba=list(o.rgba), friction=[o.friction, 0.01, 0.0002], condim=4, group=0)
     if o.kind == "box":
         g = body.add_geom(name=o.name, type=mujoco.mjtGeom.mjGEOM_BOX, size=list(o.size), **common)
@@ -265,10 +268,11 @@ def build_scene(spec: SceneSpec) -> BuiltScene:
     ms.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
     ms.option.impratio = 5.0
     ms.compiler.degree = False
-    _add_stage(ms)
-    _add_robot(ms.worldbody)
+    c = spec.conditions or Conditions()
+    _add_stage(ms, c)
+    _add_robot(ms.worldbody, c.table_height)
     for o in spec.objects:
-        _add_object(ms.worldbody, o)
+        _add_object(ms.worldbody, o, c.damping)
     parts: dict[str, FixtureParts] = {f.name: build_fixture(ms.worldbody, f) for f in spec.fixtures}
     try:
         model = ms.compile()
@@ -342,7 +346,8 @@ def _index(model: mujoco.MjModel, spec: SceneSpec, parts: dict[str, FixtureParts
 def _initial_qpos(model: mujoco.MjModel, spec: SceneSpec, index: SceneIndex) -> np.ndarray:
     q = model.qpos0.copy()
     q[index.arm_qpos] = ROBOT_INIT_QPOS
-    q[index.grip_qpos] = (0.04, -0.04)
+    opening = 0.04 * (spec.conditions.gripper if spec.conditions is not None else 1.0)
+    q[index.grip_qpos] = (opening, -opening)
     rng = np.random.default_rng(spec.seed)
     xy = _place(spec, index.object_half, rng)
     for i, o in enumerate(spec.objects):

@@ -75,7 +75,7 @@ class OSCController:
     def reset(self, data: mujoco.MjData) -> None:
         self.goal_pos = data.site_xpos[self.ix.ee_site].copy()
         self.goal_R = data.site_xmat[self.ix.ee_site].reshape(3, 3).copy()
-        self.grip_target = GRIPPER_OPEN
+        self.grip_target = float(data.qpos[self.ix.grip_qpos[0]])  # the fingers hold their start
 
     def set_action(self, data: mujoco.MjData, action: np.ndarray) -> None:
         """Set the goal from a normalised 7-D action (clipped to [-1, 1])."""

@@ -6,6 +6,7 @@ import mujoco
 import numpy as np
 
 from sim.builder import SUBSTEPS, BuiltScene, build_scene
+from sim.conditions import ActionNoise, started
 from sim.controller import OSCConfig, OSCController
 from sim.predicates import goal_reached
 from sim.scene import SceneSpec
@@ -18,8 +19,9 @@ class SimEnv:
     """Build once, reset many times. `step` takes a normalised 7-D action and returns the new state."""
 
     def __init__(self, spec: SceneSpec | BuiltScene, osc: OSCConfig | None = None) -> None:
-        self.built = spec if isinstance(spec, BuiltScene) else build_scene(spec)
+        self.built = started(spec if isinstance(spec, BuiltScene) else build_scene(spec))
         self.spec = self.built.spec
+        self.noise = ActionNoise(self.spec)  # the scene's actuation noise and gain (none by default)
         self.model = self.built.model
         self.data = mujoco.MjData(self.model)
         self.index = self.built.index
@@ -34,12 +36,13 @@ class SimEnv:
         d.qpos[:] = self.built.init_qpos
         mujoco.mj_forward(self.model, d)
         self.controller.reset(d)
+        self.noise.reset()
         self.steps = 0
         return self.reader.read(d)
 
     def step(self, action: np.ndarray) -> WorldState:
         m, d, c = self.model, self.data, self.controller
-        c.set_action(d, np.asarray(action, float))
+        c.set_action(d, self.noise(np.asarray(action, float)))
         for _ in range(SUBSTEPS // self._chunk):
             c.apply(d)
             mujoco.mj_step(m, d, self._chunk)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from sim.conditions import PolicyView
 from sim.env import SETTLE_STEPS, SimEnv
 from sim.families import TaskFamily, get_family
 from sim.records import Episode, Observation, Policy, make_observation
@@ -40,14 +41,19 @@ class ExpertPolicy:
 def _act(spec: SceneSpec, env: SimEnv, policy: Policy, expert: bool, limit: int, frames: PolicyFrames,
          states: list[WorldState], steps: list[int], actions: list[np.ndarray], record_every: int,
          on_step: Callable[[SimEnv, int], None] | None) -> tuple[int, WorldState]:
-    """Ask the policy and execute its chunks until success, the expert's end, or `limit` steps."""
+    """Ask the policy and execute its chunks until success, the expert's end, or `limit` steps. A policy
+    reads the state through the scene's `PolicyView` (its observation noise and delay); the expert reads the
+    world's own."""
     t, s = 0, states[0]
+    view = PolicyView(spec, active=not expert)
+    view.see(s)
     while t < limit:
-        chunk = np.atleast_2d(np.asarray(policy(make_observation(spec, s, t, frames())), float))
+        chunk = np.atleast_2d(np.asarray(policy(make_observation(spec, view.read(s), t, frames())), float))
         if chunk.shape[1] != 7 or not np.isfinite(chunk).all():
             raise ValueError(f"policy returned an action chunk of shape {chunk.shape} (need (h, 7), finite)")
         for a in chunk[: limit - t]:
             s = env.step(a)
+            view.see(s)
             actions.append(a)
             t += 1
             if on_step:

@@ -182,10 +182,48 @@ class LiberoRef(_Model):
         return out
 
 
+_Offset = Annotated[float, Field(ge=-0.3, le=0.3)]  # m, a move of the arm's start or of the table top
+
+
+class Conditions(_Model):
+    """What a scene says beyond its objects and fixtures (the extended factor space, `sim.extension`): the
+    table, the arm's start, the objects' damping, and the noise on what the arm does and the policy reads.
+    The defaults change nothing; `sim.builder` applies the first ones, `sim.env` the action noise, and
+    `sim.mujoco_episode` the observation noise and delay (to a policy's observations, never the expert's)."""
+
+    # m the table top stands above its usual height relative to the arm's base (the arm stands lower)
+    table_height: _Offset = 0.0
+    # sliding friction of the table top
+    table_friction: float = Field(1.0, gt=0, le=5.0)
+    # the table top's colour; None: the usual wood
+    table_rgba: tuple[float, float, float, float] | None = None
+    # m the gripper's start is moved from its usual pose (x, y, z; it still points straight down)
+    ee_offset: tuple[_Offset, _Offset, _Offset] = (0.0, 0.0, 0.0)
+    # the fingers' opening at the start, a fraction of fully open (held until an action sets it)
+    gripper: float = Field(1.0, ge=0.0, le=1.0)
+    # damping of every object's free joint (N·s/m, N·m·s/rad)
+    damping: float = Field(0.0, ge=0.0, le=10.0)
+    # std of Gaussian noise added to each normalised Δposition/Δrotation action component
+    action_noise: float = Field(0.0, ge=0.0, le=1.0)
+    # gain on the Δposition/Δrotation actions (1: as commanded)
+    action_gain: float = Field(1.0, ge=0.1, le=3.0)
+    # m, std of Gaussian noise on the object, region and handle positions a policy reads
+    obs_noise: float = Field(0.0, ge=0.0, le=0.1)
+    # control steps by which the state a policy reads lags the world
+    obs_delay: int = Field(0, ge=0, le=20)
+
+    @model_validator(mode="after")
+    def _check(self) -> Conditions:
+        _bounded("conditions", rgba=self.table_rgba)
+        return self
+
+
 class SceneSpec(_Model):
     """One scene: family, instruction, objects, fixtures, goal, the factor values that produced it, seed.
     With `libero` set, the scene is that LIBERO task (its objects and fixtures are LIBERO's, `objects` and
-    `fixtures` stay empty, `goal` restates the task's goal in our predicates)."""
+    `fixtures` stay empty, `goal` restates the task's goal in our predicates). `conditions` (None: the
+    usual table, start, dynamics and observations) is written only when set, so a scene without it keeps
+    the JSON and the id it had before the field existed."""
 
     family: str = Field(pattern=_NAME)
     instruction: str = Field(min_length=1, max_length=500, pattern=_TEXT)
@@ -196,6 +234,14 @@ class SceneSpec(_Model):
     seed: int = Field(0, ge=-(2**63), lt=2**63)
     max_steps: int = Field(300, gt=0, le=100_000)  # control steps (20 Hz) the episode may take
     libero: LiberoRef | None = None
+    conditions: Conditions | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_default_conditions(self, handler: Any) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and out.get("conditions") is None:
+            out.pop("conditions", None)
+        return out
 
     @model_validator(mode="after")
     def _names(self) -> SceneSpec:
@@ -208,6 +254,9 @@ class SceneSpec(_Model):
         if self.libero is not None and (self.objects or self.fixtures):
             raise ValueError("a LIBERO scene (`libero` set) takes its objects and fixtures from LIBERO's "
                              "task; leave `objects` and `fixtures` empty")
+        if self.libero is not None and self.conditions is not None:
+            raise ValueError("a LIBERO scene (`libero` set) runs in LIBERO's world, which takes no "
+                             "`conditions`")
         for group, values in self.factors.items():
             if len(values) > 64 or len(json.dumps(values, allow_nan=False, default=str)) > 10_000:
                 raise ValueError(f"factors[{group!r}] is too large (at most 64 factors, 10 kB of JSON)")

@@ -25,6 +25,7 @@ import numpy as np
 
 from common.registry import Registry, by_name
 from sim.experts.primitives import ScriptedExpert
+from sim.extension import EXTENSION, EXTENSION_NAMES, Space, extend
 from sim.factors import COLORS, FactorDef, FactorValues  # noqa: F401  (families import them from here)
 from sim.families.phases import DONE, Phase
 from sim.scene import FACTOR_GROUPS, SceneSpec
@@ -44,6 +45,8 @@ class TaskFamily(ABC):
     name: ClassVar[str]
     builder: ClassVar[ModuleType]  # the folder's scene.py: FACTORS and generate(rng, **factors)
     factors: ClassVar[tuple[FactorDef, ...]]  # read from the builder's `FACTORS` literal (`factor_schema`)
+    # the extended space's factors beyond `factors` (`sim.extension.EXTENSION`; none in a world not ours)
+    extension: ClassVar[tuple[FactorDef, ...]] = ()
     # every phase but "done", in canonical order, with what the agents read about it (`phases.Phase`: the
     # critic's relevance of each factor kind, the seed training stages that cover it, the writer's emphasis)
     phase_table: ClassVar[tuple[Phase, ...]]
@@ -66,6 +69,8 @@ class TaskFamily(ABC):
             FAMILIES.register(name, cls)
         if "builder" in cls.__dict__ and "factors" not in cls.__dict__:
             cls.factors = factor_schema(cls.builder.FACTORS)
+        if "builder" in cls.__dict__ and cls.world == "mujoco":
+            cls.extension = factor_schema(EXTENSION)
         if "phase_table" not in cls.__dict__:
             return
         names = [p.name for p in cls.phase_table]
@@ -96,29 +101,44 @@ class TaskFamily(ABC):
 
     # ---- factors ----------------------------------------------------------------------------------
     @classmethod
-    def factor(cls, name: str) -> FactorDef:
-        return by_name(cls.factors, name, "factor", prefix=f"{cls.name}: ")
+    def schema(cls, space: Space = "core") -> tuple[FactorDef, ...]:
+        """The factors of a space: the family's own (`core`), or those and `extension` (`extended`)."""
+        return cls.factors if space == "core" else (*cls.factors, *cls.extension)
 
     @classmethod
-    def default_factors(cls) -> FactorValues:
+    def space_of(cls, factors: FactorValues) -> Space:
+        """`extended` when `factors` name an extended factor of this family, else `core`."""
+        names = {k for d in factors.values() for k in d}
+        return "extended" if names & {f.name for f in cls.extension} else "core"
+
+    @classmethod
+    def factor(cls, name: str) -> FactorDef:
+        return by_name(cls.schema("extended"), name, "factor", prefix=f"{cls.name}: ")
+
+    @classmethod
+    def default_factors(cls, space: Space = "core") -> FactorValues:
         out: FactorValues = {g: {} for g in FACTOR_GROUPS}
-        for f in cls.factors:
+        for f in cls.schema(space):
             out[f.group][f.name] = f.default
         return out
 
     @classmethod
-    def sample_factors(cls, rng: np.random.Generator, ood: bool = False) -> FactorValues:
+    def sample_factors(cls, rng: np.random.Generator, ood: bool = False,
+                       space: Space = "core") -> FactorValues:
+        """Every factor of `space` drawn in distribution, or each from its OOD shell with `ood` (the core
+        factors draw the same values in either space: the extended ones are drawn after them)."""
         out: FactorValues = {g: {} for g in FACTOR_GROUPS}
-        for f in cls.factors:
+        for f in cls.schema(space):
             out[f.group][f.name] = f.sample(rng, ood)
         return out
 
     @classmethod
     def flat(cls, factors: FactorValues) -> dict[str, Any]:
-        """Group-free view with defaults filled in; unknown names are an error (values as given: a
-        scene's stamped factors are read back with this; `check_factors` judges values)."""
-        known = {f.name for f in cls.factors}
-        vals = {f.name: f.default for f in cls.factors}
+        """Group-free view with the defaults of the space `factors` belong to filled in (`space_of`);
+        unknown names are an error (values as given: a scene's stamped factors are read back with this;
+        `check_factors` judges values)."""
+        known = {f.name for f in cls.schema("extended")}
+        vals = {f.name: f.default for f in cls.schema(cls.space_of(factors))}
         for group, d in factors.items():
             for k, v in d.items():
                 if k not in known:
@@ -134,7 +154,7 @@ class TaskFamily(ABC):
         another group, a choice that is not one of its values, a number that is not a finite real (unknown
         names: KeyError, from `flat`). Numbers outside the OOD range pass: validity judges the scene."""
         cls.flat(factors)
-        known = {f.name: f for f in cls.factors}
+        known = {f.name: f for f in cls.schema("extended")}
         problems = []
         for group, d in factors.items():
             for k, v in d.items():
@@ -151,15 +171,21 @@ class TaskFamily(ABC):
     def make_scene(cls, factors: FactorValues, seed: int = 0) -> SceneSpec:
         """Deterministic: the same factors and seed give the same scene. The scene builder's own
         `generate` (trusted, hand-written text; LLM-written programs run only in the sandbox), stamped
-        with the seed and the factor values as given."""
+        with the seed and the factor values as given. Factors of the extended space build the core scene and
+        apply them (`sim.extension.extend`), as the family's extended seed program does in the sandbox."""
         cls.check_factors(factors)
-        spec = cls.builder.generate(np.random.default_rng(seed), **cls.flat(factors))
+        rng, values = np.random.default_rng(seed), cls.flat(factors)
+        if EXTENSION_NAMES & set(values):
+            schema = (*cls.builder.FACTORS, *EXTENSION)
+            spec = extend(cls.builder.generate, schema, rng, values)
+        else:
+            spec = cls.builder.generate(rng, **values)
         return SceneSpec.model_validate({**dict(spec), "seed": seed, "factors": factors})
 
     @classmethod
-    def sample_scene(cls, seed: int, ood: bool = False) -> SceneSpec:
+    def sample_scene(cls, seed: int, ood: bool = False, space: Space = "core") -> SceneSpec:
         rng = np.random.default_rng([seed, int(ood), 7])
-        return cls.make_scene(cls.sample_factors(rng, ood), seed)
+        return cls.make_scene(cls.sample_factors(rng, ood, space), seed)
 
     @classmethod
     def seed_scenes(cls) -> list[SceneSpec]:
