@@ -61,6 +61,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, help="run directory (default runs/<preset>_<method>)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--families", help="comma-separated task families")
+    p.add_argument("--space", choices=("core", "extended"), help="the factor space every generator draws "
+                   "from: each family's own (core, the default) or with sim.extension's (extended)")
     p.add_argument("--budget", type=int, help="accepted training scenes per family per round")
     p.add_argument("--workers", type=int, help="episode-pool worker processes (with --executor ray and no "
                    "--ray-address: the local Ray instance's CPUs)")
@@ -87,7 +89,8 @@ def make_config(a: argparse.Namespace) -> RunConfig:
     over: dict[str, Any] = {k: v for k, v in (("method", a.method), ("rounds", a.rounds), ("llm", a.llm),
                                               ("llm_model", a.model), ("llm_base_url", a.base_url),
                                               ("budget", a.budget), ("workers", a.workers), ("seed", a.seed),
-                                              ("executor", a.executor), ("ray_address", a.ray_address))
+                                              ("executor", a.executor), ("ray_address", a.ray_address),
+                                              ("space", a.space))
                             if v is not None}
     if a.ray_address and not a.executor:
         over["executor"] = "ray"
@@ -210,7 +213,7 @@ def _same_as_run(a: argparse.Namespace, cfg: RunConfig) -> None:
     that repeats the run's own value is fine."""
     flags = {"method": cfg.method, "llm": cfg.llm, "model": cfg.llm_model, "base_url": cfg.llm_base_url,
              "budget": cfg.budget, "workers": cfg.workers, "seed": cfg.seed,
-             "families": ",".join(cfg.families), "config": None, "init_policy": None}
+             "families": ",".join(cfg.families), "config": None, "init_policy": None, "space": cfg.space}
     given = {k: str(getattr(a, k)).replace(" ", "") for k in flags if getattr(a, k) is not None}
     changed = [f"--{k.replace('_', '-')}" for k, v in given.items() if flags[k] is None or v != str(flags[k])]
     if a.preset != "default" and a.preset != cfg.preset.split("+")[0]:

@@ -23,12 +23,12 @@ from sim.factors import EditValue, FactorDef
 
 @functools.cache
 def _by_name() -> dict[str, dict[str, FactorDef]]:
-    """factor name → family → the family's definition (every registered family)."""
+    """factor name → family → the family's definition (every registered family, its extended factors too)."""
     from sim.families import FAMILIES, get_family
 
     out: dict[str, dict[str, FactorDef]] = {}
     for family in FAMILIES.names():
-        for f in get_family(family).factors:
+        for f in get_family(family).schema("extended"):
             out.setdefault(f.name, {})[family] = f
     return out
 
@@ -63,11 +63,13 @@ def hard_side(family: str, name: str, phase: str = "") -> int | None:
 
 
 def family_factors(family: str, fallback: Sequence[FactorDef] = ()) -> tuple[FactorDef, ...]:
-    """The family's registered factor schema (the reference ID ranges); `fallback` for unknown families."""
+    """Every factor the family defines (the reference ID ranges): its own and those of the extended space
+    (a program of either space is judged by the same definitions, and a core program names none of the
+    extended ones); `fallback` for unknown families."""
     from sim.families import get_family
 
     try:
-        return tuple(get_family(family).factors)
+        return tuple(get_family(family).schema("extended"))
     except KeyError:
         return tuple(fallback)
 

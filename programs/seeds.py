@@ -7,8 +7,10 @@ or run them; generation programs run in the sandbox.
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from programs.model import GenerationProgram, TrainingProgram
@@ -34,11 +36,30 @@ def seed_paths(family: str) -> tuple[Path, Path]:
     return get_family(family).seed_paths()
 
 
+# the factor space of the run in progress (`using_space`; the loop sets it around every node from
+# `RunConfig.space`): what `seed_library` serves when not told
+_SPACE: contextvars.ContextVar[Space] = contextvars.ContextVar("coda_space", default="core")
+
+
+@contextlib.contextmanager
+def using_space(space: Space) -> Iterator[None]:
+    """Within: `seed_library()` (no space given) serves `space`'s seed programs."""
+    token = _SPACE.set(space)
+    try:
+        yield
+    finally:
+        _SPACE.reset(token)
+
+
+def seed_library(space: Space | None = None) -> dict[str, tuple[GenerationProgram, TrainingProgram]]:
+    """family → (seed generation program, seed training program) of a factor space (None: the one in use,
+    `using_space`, "core" outside a run): the family's scene builder as it is (`core`), or that text
+    extended (`extended_source`; a family without extended factors, one of LIBERO's, keeps its own)."""
+    return _library(space or _SPACE.get())
+
+
 @functools.cache
-def seed_library(space: Space = "core") -> dict[str, tuple[GenerationProgram, TrainingProgram]]:
-    """family → (seed generation program, seed training program) of a factor space: the family's scene
-    builder as it is (`core`), or that text extended (`extended_source`; a family without extended factors,
-    one of LIBERO's, keeps its own)."""
+def _library(space: Space) -> dict[str, tuple[GenerationProgram, TrainingProgram]]:
     from sim.families import get_family
 
     out = {}
@@ -78,4 +99,4 @@ def extended_source(core: str, factors: Sequence[FactorDef]) -> str:
 
 SEED_FAMILIES = seed_families()
 
-__all__ = ["SEED_FAMILIES", "extended_source", "seed_families", "seed_library", "seed_paths"]
+__all__ = ["SEED_FAMILIES", "extended_source", "seed_families", "seed_library", "seed_paths", "using_space"]

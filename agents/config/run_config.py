@@ -16,6 +16,7 @@ from typing import Any, Literal
 from agents.config.methods import METHODS, MethodConfig
 from agents.config.parts import CompileConfig, CriticConfig, LearnConfig, VerifyConfig, WriterConfig
 from memory.ledger import AllocationConfig
+from sim.extension import SPACES, Space
 from sim.pool import EXECUTORS
 
 RUN_ALPHA = 0.1  # a run's significance level of the verification test (every run so far has used it)
@@ -31,6 +32,10 @@ class RunConfig:
     method: str = "coda"
     # task families the data engine works on
     families: tuple[str, ...] = ("pick_place", "articulated", "put_inside", "stack_insert")
+    # the factor space every generator draws from (seed programs, the writers, exploration variants, domain
+    # randomization, the critic): each family's own schema ("core") or that plus `sim.extension`'s factors
+    # ("extended", about three times as many); a config.json written before this field is "core"
+    space: Space = "core"
     # rounds after the bootstrap (round 0)
     rounds: int = 5
     # accepted training scenes per family per round: the generation budget every method gets
@@ -116,6 +121,8 @@ class RunConfig:
         METHODS.get(self.method)  # "did you mean" on a typo
         if not self.families:
             raise ValueError("need at least one task family")
+        if self.space not in SPACES:
+            raise ValueError(f"unknown factor space {self.space!r}; spaces: {', '.join(SPACES)}")
         if self.rounds < 0 or self.budget < 1 or self.held < 0 or self.max_arms < 1:
             raise ValueError("need rounds >= 0, budget >= 1, held >= 0, max_arms >= 1")
         if self.workers < 0 or self.sandbox_workers < 1:

@@ -89,6 +89,7 @@ class Probe:
     def __init__(self, scene: SceneSpec) -> None:
         self.fam = get_family(scene.family)
         self.flat = self.fam.flat(scene.factors)
+        self.schema = self.fam.schema(self.fam.space_of(scene.factors))  # the scene's factor space
         self.seed = scene.seed
         self._cache: dict[str, str] = {}
 
@@ -96,8 +97,8 @@ class Probe:
         """The scene built from flat `values`, as JSON without its factors and seed (cached)."""
         key = repr(sorted(values.items()))
         if key not in self._cache:
-            grouped: dict[str, dict[str, Any]] = {f.group: {} for f in self.fam.factors}
-            for f in self.fam.factors:
+            grouped: dict[str, dict[str, Any]] = {f.group: {} for f in self.schema}
+            for f in self.schema:
                 grouped[f.group][f.name] = values[f.name]
             scene = self.fam.make_scene(grouped, self.seed)  # type: ignore[arg-type]
             self._cache[key] = scene.model_dump_json(exclude={"factors", "seed"})
@@ -115,7 +116,7 @@ class Probe:
     def context(self, name: str) -> dict[str, Any]:
         """Task choices to keep at the scene's values for `name` to keep mattering (e.g. task = insert)."""
         out = {}
-        for t in self.fam.factors:
+        for t in self.schema:
             if t.group != "task" or t.type != "choice" or t.name in (name, *LANGUAGE):
                 continue
             for alt in (c for c in t.choices or () if c != self.flat[t.name]):
@@ -142,17 +143,19 @@ def read_factors(scene: SceneSpec, schema: Sequence[FactorDef]) -> tuple[FactorR
 
 
 def live_under(family: str, context: dict[str, Any]) -> set[str] | None:
-    """Factors that change a family's default scene with `context` applied (None: unknown family)."""
+    """Factors that change a family's default scene with `context` applied (None: unknown family), its
+    extended factors too (a core program has none of them, so asks about none)."""
     try:
         fam = get_family(family)
     except KeyError:
         return None
-    factors = fam.default_factors()
-    for f in fam.factors:
+    schema = fam.schema("extended")
+    factors = fam.default_factors("extended")
+    for f in schema:
         if f.name in context:
             factors[f.group][f.name] = context[f.name]
     probe = Probe(fam.make_scene(factors))
-    return {f.name for f in fam.factors if probe.matters(f.name)}
+    return {f.name for f in schema if probe.matters(f.name)}
 
 
 def scene_context(scene: SceneSpec, name: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from agents.graph.deps import Deps
 from agents.graph.nodes import NODES, Node, Summary
 from agents.graph.nodes.work import raised_in
 from agents.graph.state import RoundState
+from programs.seeds import using_space
 
 THREAD_ID = "main"  # one thread per run directory
 RECURSION_LIMIT = 100_000  # node steps per invoke; rounds × nodes × retries stays far below
@@ -72,7 +73,7 @@ def instrument(name: str, node: Node, summary: Summary, deps: Deps) -> Any:
         rnd = state.get("round", 0) + (1 if name == "allocate" else 0)
         deps.reporter.node_start(rnd, name)
         meter0, llm0, t0 = deps.meter.snapshot(), _llm_usage(deps), deps.clock()
-        with raised_in(f"node {name!r} of round {rnd}"):
+        with raised_in(f"node {name!r} of round {rnd}"), using_space(deps.config.space):
             update = dict(node(state, deps))
         llm1, meter1 = _llm_usage(deps), deps.meter.snapshot()
         cost = {"wall_s": round(deps.clock() - t0, 3), "llm_calls": llm1[0] - llm0[0],

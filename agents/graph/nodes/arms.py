@@ -10,6 +10,7 @@ from typing import Any
 from agents.graph.deps import Deps
 from memory.types import slug
 from programs.model import GenerationProgram, TrainingProgram
+from sim.extension import Space
 
 
 def save_program(deps: Deps, program: Any, round_no: int) -> str:
@@ -41,17 +42,21 @@ def writer_examples(deps: Deps, mode: Any) -> list[str]:
 
 
 def seed_programs(deps: Deps, family: str) -> tuple[str, str]:
-    """The family's seed generation and training programs, written to programs/round_00/ if missing."""
+    """The family's seed generation and training programs in the run's factor space (`RunConfig.space`),
+    written to programs/round_00/ if missing."""
     from programs.seeds import seed_library
 
-    gen, train = seed_library()[family]
+    gen, train = seed_library(deps.config.space)[family]
     return save_program(deps, gen, 0), save_program(deps, train, 0)
 
 
-def seed_generation(family: str) -> GenerationProgram:
+def seed_generation(family: str, space: Space | None = None) -> GenerationProgram:
+    """The family's seed generation program in `space` (None: the running run's, set around every node by
+    `agents.graph.build.instrument` with `programs.seeds.using_space`): what the writers edit, exploration
+    variants move and domain randomization widens."""
     from programs.seeds import seed_library
 
-    return seed_library()[family][0]
+    return seed_library(space)[family][0]
 
 
 def seed_training(family: str) -> TrainingProgram:

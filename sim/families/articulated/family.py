@@ -33,7 +33,8 @@ LEAD = 0.2  # rad the door-swing target runs ahead of the handle along its arc
 # place and the handle's standoff) and how far the joint has to travel
 PULL = Phase(name="pull", stages=("move",), emphasis="halfway_along_joint", relevance={
     "joint_init": 0.6, "fixture_yaw": 0.9, "fixture_size": 0.6, "fixture_pos": 0.6, "handle_standoff": 0.6,
-    "fixture_height": 0.4, "task_kind": 0.5})
+    "fixture_height": 0.4, "task_kind": 0.5, "actuation_noise": 0.6, "state_noise": 0.5, "table_height": 0.4,
+    "obstacle": 0.4, "arm_init": 0.2})
 # closing: as pulling, but the joint's start decides whether there is anything left to push
 PUSH = replace(PULL, name="push", relevance={**PULL.relevance, "joint_init": 1.0})
 PHASES = (replace(APPROACH, emphasis="near_handle"), replace(GRASP, emphasis="at_handle"), PULL, PUSH,

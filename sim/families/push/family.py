@@ -32,7 +32,9 @@ PRESS = 0.01  # the push aims this far below the push height, against the lift o
 # corner; a small object slipping past the fingers; a narrow target a veering object misses.
 SLIDE = Phase(name="slide", stages=("push",), emphasis="centred_over_target", relevance={
     "target_pos": 1.0, "friction": 0.8, "mass": 0.7, "subject_shape": 0.7, "subject_size": 0.6,
-    "target_size": 0.6, "subject_yaw": 0.5})
+    "target_size": 0.6, "subject_yaw": 0.5, "surface": 0.9, "damping": 0.6, "obstacle": 0.5,
+    "obstacle_pos": 0.5,
+    "actuation_noise": 0.5, "state_noise": 0.5, "object_scale": 0.4})
 
 
 def _direction(s: WorldState) -> np.ndarray:
