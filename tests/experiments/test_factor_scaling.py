@@ -1,0 +1,41 @@
+"""The scaling study: per space, factors per family, each method's average OOD and CoDA − uniform and
+− learnability paired by seed, from the records of the `core` and `extended` tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from experiments import factor_scaling as fs
+from experiments.table.presets import TABLES
+
+
+def _cell(folder: Path, method: str, seed: int, ood: float) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    rec = {"method": method, "seed": seed, "ood": {"a": ood, "b": ood}, "id": {"a": 80.0, "b": 80.0},
+           "bootstrap_sha256": f"b{seed}", "bootstrap_shared": True}
+    (folder / f"{method}_seed{seed}.json").write_text(json.dumps(rec))
+
+
+def test_each_space_is_its_own_table_with_about_three_times_the_factors() -> None:
+    core, ext = TABLES.get("core"), TABLES.get("extended")
+    assert (core.suite, ext.suite) == ("frozen50", "extended50") and ext.overrides["space"] == "extended"
+    assert {k: v for k, v in ext.overrides.items() if k != "space"} == core.overrides
+    assert 2.5 <= fs.factors_per_family("extended") / fs.factors_per_family("core") <= 3.5
+
+
+def test_the_table_pairs_coda_with_uniform_and_learnability_in_each_space(tmp_path: Path) -> None:
+    for seed in range(3):
+        _cell(tmp_path / "table1_core", "coda", seed, 20.0 + seed)
+        _cell(tmp_path / "table1_core", "uniform", seed, 19.0 + seed)
+        _cell(tmp_path / "table1_extended", "coda", seed, 15.0 + 2 * seed)
+        _cell(tmp_path / "table1_extended", "uniform", seed, 5.0 + seed)
+    table = fs.write(tmp_path, "cmd")
+    core, ext = table["spaces"]["core"], table["spaces"]["extended"]
+    assert core["coda_minus"]["uniform"]["mean"] == 1.0 and core["coda_minus"]["learnability"] is None
+    assert ext["coda_minus"]["uniform"]["diffs"] == [10.0, 11.0, 12.0]
+    assert ext["methods"]["coda"]["avg_ood"]["mean"] == 17.0 and "sft" not in ext["methods"]
+    md = (tmp_path / "factor_scaling.md").read_text()
+    assert f"| `extended` | {ext['factors']} | `extended50` | 17.0 ± 1.1 | 6.0 ± 0.6 | – | – | – |" in md
+    assert ext["factors"] == round(fs.factors_per_family("extended"), 1)
+    assert "+11.0 ± 0.6" in md and (tmp_path / "factor_scaling.png").stat().st_size > 1000
