@@ -179,28 +179,30 @@ def test_action_noise_moves_the_same_actions_elsewhere_deterministically():
 
 
 class Watcher:
-    """A policy that holds still and keeps what it was shown."""
+    """A policy that moves the gripper along x, one step a call, and keeps the positions it was shown."""
 
     def __init__(self) -> None:
         self.seen: list[np.ndarray] = []
+        self.ee: list[np.ndarray] = []
 
     def __call__(self, obs):
         self.seen.append(obs.state.obj_pos.copy())
-        return np.zeros((1, 7))
+        self.ee.append(obs.state.ee_pos.copy())
+        return np.array([[0.5, 0, 0, 0, 0, 0, -1.0]])
 
 
 def test_the_policy_reads_a_noisy_lagging_state_and_the_expert_the_true_one():
-    seen = []
+    runs = []
     for values in ({}, {"obs_noise": 0.01}, {"obs_noise": 0.01}, {"obs_delay": 3}):
         w = Watcher()
-        ep = run_episode(_scene("pick_place", **values), w, max_steps=8)
-        seen.append((w.seen, ep))
-    (clean, ep0), (noisy, ep1), (again, _), (late, _) = seen
-    assert np.allclose(clean[0], ep0.states[0].obj_pos)
-    assert not np.allclose(noisy[1], ep1.states[1].obj_pos, atol=1e-3)  # what it read, not the world
-    assert all(np.array_equal(a, b) for a, b in zip(noisy, again, strict=True))  # the same per seed
-    assert np.array_equal(ep0.states[-1].obj_pos, ep1.states[-1].obj_pos)  # the world is the same
-    assert len(late) == len(clean)
+        runs.append((w, run_episode(_scene("pick_place", **values), w, max_steps=8)))
+    (clean, ep0), (noisy, ep1), (again, _), (late, ep3) = runs
+    assert all(np.array_equal(clean.seen[k], ep0.states[k].obj_pos) for k in range(8))
+    assert not np.allclose(noisy.seen[1], ep1.states[1].obj_pos, atol=1e-3)  # what it read, not the world
+    assert all(np.array_equal(a, b) for a, b in zip(noisy.seen, again.seen, strict=True))  # the same per seed
+    assert np.array_equal(ep0.states[-1].ee_pos, ep1.states[-1].ee_pos)  # the world is the same
+    assert all(np.array_equal(late.ee[k], ep3.states[max(k - 3, 0)].ee_pos) for k in range(8))  # 3 steps old
+    assert not np.allclose(late.ee[7], ep3.states[7].ee_pos, atol=1e-3)
     expert = run_episode(_scene("pick_place", obs_noise=0.02, obs_delay=3))
     assert expert.success  # the expert reads the world's own state
 
