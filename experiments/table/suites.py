@@ -7,6 +7,9 @@ every one), stored as scene files with their SHA-256 in a manifest, one folder p
                                              suites from issue #39 on
     recheck50  experiments/table/recheck50/  50 per family and split, never read by a table: it re-checks a
                                              choice made after seeing frozen50's numbers, and says so
+    extended50 experiments/table/extended50/ 50 per family and split of the extended space (issue #39: the
+                                             families' factors and `sim.extension`'s); its `ood` split moves
+                                             every factor, nuisance ones included, into its OOD shell
 
     id           in distribution
     ood_single   in distribution except one spatial or attribute factor, moved into its out-of-distribution
@@ -56,11 +59,14 @@ class SuiteSet:
     # base of every scene seed; disjoint from the loop's seeds (scenes, demos, held-out evaluation at 900_000)
     seed: int
     n: int
+    # the factor space its scenes are drawn from (`sim.extension.SPACES`)
+    space: str = "core"
 
 
 SETS = {s.name: s for s in (SuiteSet("frozen10", "suites", 7_340_000, 10),
                             SuiteSet("frozen50", "suites50", 7_400_000, 50),
-                            SuiteSet("recheck50", "recheck50", 7_450_000, 50))}
+                            SuiteSet("recheck50", "recheck50", 7_450_000, 50),
+                            SuiteSet("extended50", "extended50", 7_500_000, 50, "extended"))}
 DEFAULT_SET = "frozen10"
 SUITE_SEED = SETS[DEFAULT_SET].seed
 
@@ -94,9 +100,9 @@ class SuiteScene:
         return SceneSpec.from_json((folder(self.suite_set) / self.path).read_text())
 
 
-def _movable_ood(fam: Any) -> list[Any]:
-    """Spatial and attribute factors an `ood_single` scene can move: they have an OOD part."""
-    return [f for f in fam.factors if f.group in ("spatial", "attribute") and f.has_ood]
+def _movable_ood(fam: Any, space: str = "core") -> list[Any]:
+    """Spatial and attribute factors of `space` an `ood_single` scene can move: they have an OOD part."""
+    return [f for f in fam.schema(space) if f.group in ("spatial", "attribute") and f.has_ood]
 
 
 def draw(family: str, split: str, i: int, attempt: int, set_name: str = DEFAULT_SET) -> Any:
@@ -106,13 +112,12 @@ def draw(family: str, split: str, i: int, attempt: int, set_name: str = DEFAULT_
     if not (0 <= i < MAX_N and 0 <= attempt < MAX_DRAWS):
         raise ValueError(f"scene {i}, draw {attempt}: a set holds < {MAX_N} scenes a split, "
                          f"< {MAX_DRAWS} draws")
-    fam = get_family(family)
-    base = suite_set(set_name).seed
-    rng = np.random.default_rng([base, FAMILIES.index(family), SPLITS.index(split), i, attempt])
-    seed = base + 10_000 * SPLITS.index(split) + 100 * i + attempt
-    values = fam.sample_factors(rng, ood=split == "ood")
+    fam, s = get_family(family), suite_set(set_name)
+    rng = np.random.default_rng([s.seed, FAMILIES.index(family), SPLITS.index(split), i, attempt])
+    seed = s.seed + 10_000 * SPLITS.index(split) + 100 * i + attempt
+    values = fam.sample_factors(rng, ood=split == "ood", space=s.space)
     if split == "ood_single":
-        movable = _movable_ood(fam)
+        movable = _movable_ood(fam, s.space)
         f = movable[i % len(movable)]
         values[f.group][f.name] = f.sample(rng, ood=True)  # from the shell outside the ID range
     spec = fam.make_scene(values, seed=seed)
@@ -156,7 +161,12 @@ def build(n: int, families: Sequence[str] = FAMILIES, workers: int = 2,
                 for i in range(n):
                     for start in range(0, MAX_DRAWS, workers):  # a batch of candidates per worker round
                         attempts = range(start, min(start + workers, MAX_DRAWS))
-                        cands = [draw(family, split, i, a, set_name) for a in attempts]
+                        cands = []
+                        for a in attempts:  # a draw that cannot be built (no room for what it places) is
+                            try:            # rejected like one that fails validity
+                                cands.append(draw(family, split, i, a, set_name))
+                            except ValueError:
+                                rejected += 1
                         checks = [pool.executor.submit(_check, c.to_json()) for c in cands]
                         ok = [c for c, f in zip(cands, checks, strict=True) if f.result()[0]]
                         rejected += len(cands) - len(ok)

@@ -72,10 +72,13 @@ def test_splits_are_drawn_as_documented():
 
     for family in suites.FAMILIES:
         fam = get_family(family)
-        for s in [*suites.suite([family]), *suites.suite([family], set_name="frozen50")]:
+        for s in [*suites.suite([family]), *suites.suite([family], set_name="frozen50"),
+                  *suites.suite([family], set_name="extended50")]:
             spec = s.load()
+            space = suites.suite_set(s.suite_set).space
             flat = fam.flat(spec.factors)
-            outside = [f.name for f in fam.factors if not f.contains(flat[f.name], ood=False)]
+            assert fam.space_of(spec.factors) == space, s.path
+            outside = [f.name for f in fam.schema(space) if not f.contains(flat[f.name], ood=False)]
             if s.split in ("id", "instruction"):
                 assert outside == [], (s.path, outside)
             elif s.split == "ood_single":
