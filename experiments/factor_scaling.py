@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common.cli import command_parser, seed_list
+from common.cli import command_parser, seed_list, worker_count
 from common.markdown import md_table
 from experiments.table.presets import TABLES
 from experiments.table.record import ROOT, provenance, results_dir
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = command_parser("experiments.factor_scaling", __doc__)
     ap.add_argument("--run", action="store_true", help="run the cells the two tables still miss (resumes)")
     ap.add_argument("--seeds", type=seed_list, default=[0, 1, 2, 3, 4], help="N (seeds 0..N-1) or a list")
-    ap.add_argument("--workers", type=int, default=2, help="episode-pool workers per cell")
+    ap.add_argument("--workers", type=worker_count, default=2, help="episode-pool workers per cell")
     ap.add_argument("--results", type=Path, help="where the tables' records are (default runs/results)")
     ap.add_argument("--commit", action="store_true", help="git-commit each finished cell (needs --results)")
     a = ap.parse_args(argv)
