@@ -105,7 +105,9 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
     budgets = {json.dumps(c["accepted_per_round"], sort_keys=True) for c in cells
                if c["method"] != "zero_shot"}
     return {"preset": preset_name, "seeds": sorted({c["seed"] for c in cells}), "methods": methods,
-            "equal_budget": len(budgets) <= 1, "compute": compute(cells, boots)}
+            "equal_budget": len(budgets) <= 1, "compute": compute(cells, boots),
+            # the suite sets the cells were evaluated on (a record from before the sets names none: frozen10)
+            "suites": sorted({c.get("suite", "frozen10") for c in cells})}
 
 
 def compute(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -182,6 +184,12 @@ def uneven_seeds(table: dict[str, Any]) -> list[str]:
             "`python -m experiments.table.table_power`."]
 
 
+def suite_folder(name: str) -> str:
+    from experiments.table.suites import suite_set
+
+    return suite_set(name).folder
+
+
 def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
     """The table as Markdown, with the command and provenance."""
     fams = next(iter(table["methods"].values()))["ood"].keys() if table["methods"] else []
@@ -201,7 +209,9 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
                                         f"{e['cells']}{flag}"]) + " |")
     notes = [
         f"Preset `{table['preset']}`, seeds {table['seeds']}; success in %, mean ± standard error over seeds "
-        "(ID, OOD-single and instruction: mean over families). Frozen suites: `experiments/table/suites/`.",
+        "(ID, OOD-single and instruction: mean over families). Frozen suites: "
+        + ", ".join(f"`{s}` (`experiments/table/{suite_folder(s)}/`)"
+                    for s in table.get("suites", ["frozen10"])) + ".",
         "Δ vs bootstrap: the final policy minus the seed's shared bootstrap policy on the same frozen "
         "split, in pp averaged over families (ID Δ < 0 is forgetting). Budget on modes: the share of "
         "training scenes allotted to validated difficulty modes rather than the seed distribution or "
