@@ -29,6 +29,11 @@ PAPER_UPDATE = ("coda_text2potential", "the paper's update")
 LIBERO = (("libero_object", "libero_s37", "libero_s35", "object"),
           ("libero_spatial", "libero_sp1", "libero_sp1", "spatial"))
 PERTURBS = ("none", "position", "instruction", "task")
+PROTOCOL = 50  # LIBERO-Pro's episodes per task; the earlier evaluations ran 5 (the table keeps them apart)
+# what our LIBERO policy reads, said beside every LIBERO table so nobody compares across
+LIBERO_READS = ("Our LIBERO policy reads privileged simulator state (object poses and boxes, the goal "
+                "region) as object tokens; the paper's π0.5 reads camera images: the rows do not compare "
+                "across.")
 # docs/libero.md's runs table: each loop run, what it bootstrapped from and what it taught us (the figures
 # come from liberopro.json; the words are ours and cite the FINDINGS entry that has the evidence).
 RUNS = (
@@ -103,15 +108,17 @@ def of50(row: dict | None) -> str:
     return " / ".join(str(cells_[p]["successes"]) if p in cells_ else "–" for p in PERTURBS)
 
 
-def libero_row(table: dict, prefix: str, suite: str | None = None) -> dict | None:
-    """The LIBERO-Pro table's row whose name starts with `prefix` (in `suite`, when given)."""
-    rows = [r for r in table["ours"] if r["row"].startswith(prefix) and suite in (None, r["suite"])]
+def libero_row(table: dict, prefix: str, per_task: int, suite: str | None = None) -> dict | None:
+    """The LIBERO-Pro table's row at `per_task` episodes per task whose name starts with `prefix` (in
+    `suite`, when given): the table keeps a policy's evaluations of each size in rows of their own."""
+    rows = [r for r in table["ours"] if r["row"].startswith(prefix) and suite in (None, r["suite"])
+            and r["episodes_per_task"] == per_task]
     return rows[0] if rows else None
 
 
-def loop(table: dict, run: str, rnd: int) -> str:
-    """A loop run's round under the protocol, `a / b / c / d` of 50."""
-    return of50(libero_row(table, f"loop `{run}`, round {rnd}"))
+def loop(table: dict, run: str, rnd: int, per_task: int) -> str:
+    """A loop run's round under the protocol at `per_task` episodes per task, `a / b / c / d`."""
+    return of50(libero_row(table, f"loop `{run}`, round {rnd}", per_task))
 
 
 def table1_rows(results: Path, link: str) -> list[str]:
@@ -176,11 +183,12 @@ def readme_table(results: Path, link: str) -> list[str]:
              *table1_rows(results, link), *core_rows(results, link)]
     for suite, run, boot, key in LIBERO:
         paper = next(r for r in lp["paper"] if r["row"] == "CoDA (π0.5), 5 rounds")["success"][key]
-        expert = libero_row(lp, "scripted expert", suite)["cells"]["none"]
+        expert = libero_row(lp, "scripted expert", 10, suite)["cells"]["none"]
         lines.append(
-            f"| [LIBERO-Pro]({link}liberopro.md) `{suite}`, successes of 50: original / position / "
-            f"instruction / task | the loop's `{run}`, round 3: {loop(lp, run, 3)} "
-            f"| its bootstrap (round 0): {loop(lp, boot, 0)}; "
+            f"| [LIBERO-Pro]({link}liberopro.md) `{suite}`, successes of 50 (5 episodes per task, before the "
+            f"protocol's {PROTOCOL}): original / position / instruction / task; privileged state, not images "
+            f"| the loop's `{run}`, round 3: {loop(lp, run, 3, 5)} "
+            f"| its bootstrap (round 0): {loop(lp, boot, 0, 5)}; "
             f"scripted expert {expert['successes']}/{expert['episodes']} original; "
             f"the paper's CoDA (π0.5, 5 rounds, theirs): position {100 * paper['position']:.0f} %, "
             f"task {100 * paper['task']:.0f} % |")
@@ -191,7 +199,7 @@ def readme_table(results: Path, link: str) -> list[str]:
         f"{ms(paired(t1, 'coda', 'uniform'), '+')}: level with the best baselines, not above them, while "
         "above SFT. The headroom exists (the oracle row); diagnosis-driven generation does not find more of "
         "it than random variants. On LIBERO-Pro the loop's rounds are not shown to help. Why, link by link: "
-        f"the \"Read first\" section of [FINDINGS]({link}FINDINGS.md).")]
+        f"the \"Read first\" section of [FINDINGS]({link}FINDINGS.md). {LIBERO_READS}")]
     return lines
 
 
@@ -200,11 +208,12 @@ def runs_table(results: Path, link: str) -> list[str]:
     lp = json.loads((results / "liberopro.json").read_text())
     lines = ["| run | its bootstrap | round 0 (SFT) | round 3 | what it taught us |", "|---|---|---|---|---|"]
     for run, boot, copied_from, taught in RUNS:
-        r0 = f"(as `{copied_from}`)" if copied_from else loop(lp, run, 0)
-        lines.append(f"| `{run}` | {boot} | {r0} | {loop(lp, run, 3)} | {taught} |")
-    lines += ["", "Original / position / instruction / task, successes of 50 (– not evaluated); from "
+        r0 = f"(as `{copied_from}`)" if copied_from else loop(lp, run, 0, 5)
+        lines.append(f"| `{run}` | {boot} | {r0} | {loop(lp, run, 3, 5)} | {taught} |")
+    lines += ["", "Original / position / instruction / task, successes of 50 — 5 episodes per task, init "
+              f"states 0–4, before the protocol's {PROTOCOL} (– not evaluated); from "
               f"[`liberopro.json`]({link}liberopro.json), the rows of "
-              f"[the LIBERO-Pro table]({link}liberopro.md)."]
+              f"[the LIBERO-Pro table]({link}liberopro.md). {LIBERO_READS}"]
     return lines
 
 

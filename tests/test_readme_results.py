@@ -62,9 +62,10 @@ def test_the_table_reads_the_records_it_links(tmp_path: Path):
         assert abs(mod.stat(recs, method, "ood")[1] - table[method]["avg_ood"]["se"]) < 0.011
     lines = "\n".join(mod.readme_table(results, "docs/results/"))
     lp = json.loads((results / "liberopro.json").read_text())
-    row = mod.libero_row(lp, "loop `libero_s37`, round 3")["cells"]
+    row = mod.libero_row(lp, "loop `libero_s37`, round 3", 5)["cells"]
     assert f"{row['none']['successes']} / {row['position']['successes']} / " in lines
     assert "[Table 1](docs/results/table1.md)" in lines and "(docs/results/liberopro.md)" in lines
+    assert "privileged simulator state" in lines and "π0.5 reads camera images" in lines
 
 
 def test_missing_markers_are_an_error(tmp_path: Path):

@@ -3,7 +3,8 @@
 
     python -m experiments.liberopro --list --suite libero_goal --perturb instruction
     python -m experiments.liberopro --list --all          # every suite × perturbation: an audit
-    python -m experiments.liberopro --suite libero_spatial --policy expert --episodes 20 --workers 2
+    python -m experiments.liberopro --suite libero_spatial --perturb position --policy POLICY \
+        --out docs/results/libero/NAME_libero_spatial_position_50ep.json --commit    # the protocol: 50 a task
 
 For each task: the BDDL file of the perturbed suite's own folder, the instruction read from that file's
 `(:language ...)` field, the init states from the perturbed suite's own folder and how many there are,
@@ -22,10 +23,15 @@ PR #1442; LIBERO-Pro PR #34):
 
 Evaluation (`--policy expert`) runs each task's episodes in a real LIBERO environment (`sim.libero`):
 episode i starts from init state i of the perturbed suite's file, in order, with a fixed seed, and ends at
-success or the suite's step limit; it prints success per task and overall, and the instruction the policy
-was given (the BDDL's). A task whose goal the scripted expert cannot reach, or that has no init states, is
-reported as such and left out of the overall rate. `--policy CHECKPOINT` runs a saved object-token policy
-(`python -m experiments.liberopro.sft` trains one on expert demonstrations) on privileged-state features.
+success or the suite's step limit. The protocol's size is the default: 50 episodes per task, init states
+0–49 (every state of each file); `--episodes` smaller is for smoke tests and is recorded as
+`episodes_per_task`. With `--out X.json` each finished task is written to `X.tasks/` as it lands (with
+`--commit`, committed), and the same command after a kill resumes at the next task
+(`experiments.liberopro.records`); X.json is written when every task is done. It prints success per task
+and overall, and the instruction the policy was given (the BDDL's). A task whose goal the scripted expert
+cannot reach, or that has no init states, is reported as such and left out of the overall rate. `--policy
+CHECKPOINT` runs a saved object-token policy (`python -m experiments.liberopro.sft` trains one on expert
+demonstrations) on privileged-state features. The command line is `experiments/liberopro/__main__.py`.
 """
 
 from __future__ import annotations
@@ -33,15 +39,12 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from common.cli import command_parser, worker_count
 
 if TYPE_CHECKING:
     from sim.libero.env import LiberoEnv
@@ -51,7 +54,7 @@ SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10")
 PERTURB = {"none": "", "position": "_swap", "instruction": "_lan", "object": "_object", "task": "_task"}
 # control-step limit of an episode, per suite (the LIBERO evaluator's)
 MAX_STEPS = {"libero_spatial": 220, "libero_object": 280, "libero_goal": 300, "libero_10": 520}
-EPISODES = 20  # per task by default (LIBERO's evaluator; the newer one uses 50)
+EPISODES = 50  # per task: init states 0-49, every state of each suite's files (LIBERO-Pro's protocol)
 _LANGUAGE = re.compile(r"\(:language\s+(.*?)\)\s*$", re.MULTILINE)
 
 
@@ -229,15 +232,34 @@ def _run_task_star(args: tuple) -> TaskResult:
 
 
 def evaluate(suite: str, perturb: str, policy: str, episodes: int, n_tasks: int | None, workers: int,
-             seed: int = 0, log: object = print, first_state: int = 0) -> list[TaskResult]:
-    """The suite's first `n_tasks` tasks (all when None), `episodes` each, on `workers` processes."""
-    jobs = [(suite, perturb, t.name, episodes, policy, seed, first_state)
-            for t in tasks(suite, perturb)[:n_tasks]]
-    results = []
-    for r in spawn_map(_run_task_star, jobs, workers):
-        results.append(r)
-        log(_line(r))  # type: ignore[operator]
-    return results
+             seed: int = 0, log: Any = print, first_state: int = 0, records: Path | None = None,
+             on_record: Any = None) -> list[TaskResult]:
+    """The suite's first `n_tasks` tasks (all when None), `episodes` each, on `workers` processes. With
+    `records` (a folder): each finished task's record is written there as it lands and handed to
+    `on_record(path)`; a task already recorded with these settings is kept, not rerun."""
+    from experiments.liberopro import records as rec
+    from experiments.table.record import provenance
+
+    ts = tasks(suite, perturb)[:n_tasks]
+    done: dict[int, TaskResult] = {}
+    config = rec.settings(suite_name(suite, perturb), policy, episodes, seed, first_state)
+    if records is not None:
+        for i, t in enumerate(ts):
+            path = rec.task_path(records, i, t.name)
+            if path.is_file():
+                done[i] = TaskResult(**rec.read_task(path, config))
+                log(f"{_line(done[i])}\n    (kept: {path.name})")
+    todo = [i for i in range(len(ts)) if i not in done]
+    commit = provenance("")["commit"] if records is not None else ""
+    jobs = [(suite, perturb, ts[i].name, episodes, policy, seed, first_state) for i in todo]
+    for i, r in zip(todo, spawn_map(_run_task_star, jobs, workers), strict=True):
+        done[i] = r
+        log(_line(r))
+        if records is not None:
+            path = rec.write_task(rec.task_path(records, i, r.name), config, commit, r)
+            if on_record is not None:
+                on_record(path)
+    return [done[i] for i in range(len(ts))]
 
 
 def spawn_map(fn: Any, jobs: list[Any], workers: int) -> Iterator[Any]:
@@ -287,64 +309,37 @@ def listing(ts: list[LiberoTask]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def evaluate_to_file(suite: str, perturb: str, policy: str, episodes: int, out: Path | None, *,
+                     n_tasks: int | None = None, workers: int = 2, seed: int = 0, first_state: int = 0,
+                     commit: bool = False, log: Any = print, **extra: Any) -> dict[str, Any]:
+    """`evaluate`, resumable through `out`'s per-task records (committed as each lands with `commit`), then
+    `out` itself (committed too): the evaluation's record, with `extra` fields (a loop run's name, round)."""
     import json
     import time
-    from dataclasses import asdict
 
-    ap = command_parser("experiments.liberopro", __doc__)
-    ap.add_argument("--list", action="store_true",
-                    help="print each task's BDDL file, instruction and init states, and stop")
-    ap.add_argument("--suite", choices=SUITES, default="libero_goal")
-    ap.add_argument("--perturb", choices=tuple(PERTURB), default="none")
-    ap.add_argument("--all", action="store_true",
-                    help="with --list: every suite and perturbation, a summary line each")
-    ap.add_argument("--policy", default="expert",
-                    help="expert (the scripted expert) or a policy checkpoint (experiments.liberopro.sft)")
-    ap.add_argument("--episodes", type=int, default=EPISODES,
-                    help=f"episodes per task, init states in order (default {EPISODES})")
-    ap.add_argument("--tasks", type=int, help="the suite's first N tasks (default all)")
-    ap.add_argument("--workers", type=worker_count, default=2, help="processes, one task each at a time")
-    ap.add_argument("--seed", type=int, default=0, help="episode i is seeded seed + i")
-    ap.add_argument("--first-state", type=int, default=0,
-                    help="start at this init state (default 0, the protocol's; a diagnostic, e.g. a "
-                         "policy on the starts it was trained from)")
-    ap.add_argument("--out", type=Path, help="write per-task results and the overall rate as JSON here")
-    a = ap.parse_args(argv)
-    if a.episodes < 1 or (a.tasks is not None and a.tasks < 1) or a.workers < 0 or a.first_state < 0:
-        ap.error("--episodes and --tasks must be >= 1, --workers and --first-state >= 0")
-    if a.policy != "expert" and not Path(a.policy).is_file():
-        ap.error(f"--policy {a.policy}: give 'expert' or a saved policy file "
-                 "(python -m experiments.liberopro.sft trains one)")
-    if a.list:
-        combos = [(s, p) for s in SUITES for p in PERTURB] if a.all else [(a.suite, a.perturb)]
-        for s, p in combos:
-            ts = tasks(s, p)
-            reworded = sum(t.reworded for t in ts)
-            bad = [t.name for t in ts if not t.usable]
-            print(f"# {suite_name(s, p)}: {len(ts)} tasks, {sum(t.n_init for t in ts)} init states, "
-                  f"{reworded} instructions differ from their file names, {len(bad)} unusable")
-            if not a.all:
-                print(listing(ts))
-        sys.stdout.flush()
-        return 0
+    from experiments.liberopro import records as rec
+    from experiments.table.record import commit_files, provenance
+
+    def landed(path: Path) -> None:
+        if commit:
+            commit_files([path], f"LIBERO-Pro protocol: {name} · {Path(policy).name}, task {path.stem} "
+                                 f"({episodes} episodes)")
+
+    name = suite_name(suite, perturb)
     t0 = time.perf_counter()
-    results = evaluate(a.suite, a.perturb, a.policy, a.episodes, a.tasks, a.workers, a.seed,
-                       log=lambda line: print(line, flush=True), first_state=a.first_state)
+    folder = rec.tasks_folder(out) if out is not None else None
+    results = evaluate(suite, perturb, policy, episodes, n_tasks, workers, seed, log=log,
+                       first_state=first_state, records=folder, on_record=landed)
     total = summary(results)
-    print(f"# {suite_name(a.suite, a.perturb)} · policy {a.policy}: {total['successes']}/{total['episodes']} "
-          f"({total['success_rate']} %) over {total['tasks']} tasks"
-          + (f"; skipped {len(total['skipped'])}" if total["skipped"] else "")
-          + f" · {time.perf_counter() - t0:.0f} s")
-    if a.out:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps({"suite": suite_name(a.suite, a.perturb), "policy": a.policy,
-                                     "episodes_per_task": a.episodes, "seed": a.seed,
-                                     "first_state": a.first_state, **total,
-                                     "wall_s": round(time.perf_counter() - t0, 1),
-                                     "tasks_run": [asdict(r) for r in results]}, indent=1) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    log(f"# {name} · policy {policy}: {total['successes']}/{total['episodes']} ({total['success_rate']} %) "
+        f"over {total['tasks']} tasks" + (f"; skipped {len(total['skipped'])}" if total["skipped"] else "")
+        + f" · {time.perf_counter() - t0:.0f} s")
+    record = rec.evaluation_record(rec.settings(name, policy, episodes, seed, first_state), total, results,
+                                   time.perf_counter() - t0, evaluated_at=provenance("")["commit"], **extra)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(record, indent=1) + "\n")
+        if commit:
+            commit_files([out], f"LIBERO-Pro protocol: {name} · {Path(policy).name}: {total['successes']}/"
+                                f"{total['episodes']} ({episodes} episodes per task)")
+    return record

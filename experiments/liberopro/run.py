@@ -3,15 +3,17 @@ libero` (round 0: SFT on the seed demonstrations; round k: after k CoDA rounds) 
 own tasks and under its position, instruction and task perturbations — `docs/results/liberopro.md`'s rows
 for a policy the graph trained.
 
-    python -m experiments.liberopro.run --run runs/libero_s31 --episodes 5 --workers 2   # → runs/results/
+    python -m experiments.liberopro.run --run runs/libero_s31 --workers 2   # → runs/results/
     python -m experiments.liberopro.run --run runs/libero_s31 --out docs/results/libero/loop --commit
     python -m experiments.liberopro.table      # the table, with one row per evaluated round
 
-One file per (round, perturbation), `<out>/<run>/round<k>_<perturb>.json` (the committed ones under
-`docs/results/libero/loop/`; the
-`experiments.liberopro --out` format plus the run, its round and the commit that evaluated it), written as
-each evaluation finishes; one that exists is kept, so a killed evaluation resumes where it stopped, and
-`--commit` commits each file as it lands. The run's config, metrics and verdicts are copied beside them
+50 episodes per task by default, the protocol's (init states 0–49 of each file); `--episodes 2` is a smoke
+test. One file per (round, perturbation), `<out>/<run>/round<k>_<perturb>_<n>ep.json` for n episodes per
+task (the committed ones under `docs/results/libero/loop/`; the files named `round<k>_<perturb>.json` there
+are the earlier 5-episode evaluations, read as such; the `experiments.liberopro --out` format plus the run
+and its round), its tasks' records in `round<k>_<perturb>_<n>ep.tasks/` as each lands: an evaluation whose
+file exists is kept, and a killed one resumes at its next task; `--commit` commits each task's record and
+each file as they land. The run's config, metrics and verdicts are copied beside them
 first (`run_config.json`, `run_metrics.jsonl`, `run_verdicts.json`). The loop never reads these suites:
 its held-out scenes are its own family's; the protocol's suites are evaluated here only.
 """
@@ -22,7 +24,6 @@ import json
 import shutil
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from experiments.table.record import RUNS_RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = RUNS_RESULTS / "libero" / "loop"  # the committed files: --out docs/results/libero/loop
-PERTURBS = ("none", "position", "instruction", "task")
+PERTURBS = ("none", "position", "instruction", "task", "object")  # every one the package ships
 
 
 def round_policies(run: Path) -> dict[int, Path]:
@@ -65,35 +66,45 @@ def check_rounds(run: Path, policies: dict[int, Path], rounds: list[int]) -> Non
         raise FileNotFoundError(f"{run}: no policy for round(s) {missing} (has {sorted(policies)})")
 
 
+def evaluation_file(folder: Path, rnd: int, perturb: str, episodes: int) -> Path:
+    """Where a round's evaluation under `perturb` at `episodes` per task is written."""
+    return folder / f"round{rnd}_{perturb}_{episodes}ep.json"
+
+
+def finished(folder: Path, rnd: int, perturb: str, episodes: int) -> Path | None:
+    """The round's finished evaluation under `perturb` at `episodes` per task, if one exists: this naming's,
+    or an earlier file without the episodes in its name (`round<k>_<perturb>.json`: 5 per task) that says
+    the same number in its record."""
+    path = evaluation_file(folder, rnd, perturb, episodes)
+    if path.is_file():
+        return path
+    old = folder / f"round{rnd}_{perturb}.json"
+    if old.is_file() and json.loads(old.read_text())["episodes_per_task"] == episodes:
+        return old
+    return None
+
+
 def evaluate_run(run: Path, suite: str, rounds: list[int], perturbs: list[str], episodes: int, workers: int,
                  out: Path, commit: bool, log: Any = print) -> list[Path]:
-    """Every (round, perturbation) file not yet written; returns the files written now."""
-    from experiments.liberopro.evaluate import evaluate, suite_name, summary
-    from experiments.table.record import commit_files, provenance
+    """Every (round, perturbation) evaluation not yet finished, each resumed from its tasks' records;
+    returns the files written now."""
+    from experiments.liberopro import evaluate as protocol
 
     policies = round_policies(run)
     check_rounds(run, policies, rounds)
     written = []
     for r in rounds:
         for p in perturbs:
-            path = out / run.name / f"round{r}_{p}.json"
-            if path.is_file():
-                log(f"# {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: kept")
+            done = finished(out / run.name, r, p, episodes)
+            if done is not None:
+                log(f"# {done.relative_to(ROOT) if done.is_relative_to(ROOT) else done}: kept")
                 continue
+            path = evaluation_file(out / run.name, r, p, episodes)
             t0 = time.perf_counter()
-            results = evaluate(suite, p, str(policies[r]), episodes, None, workers, log=log)
-            total = summary(results)
-            record = {"suite": suite_name(suite, p), "policy": str(policies[r]), "run": run.name, "round": r,
-                      "evaluated_at": provenance("")["commit"], "episodes_per_task": episodes, "seed": 0,
-                      "first_state": 0, **total, "wall_s": round(time.perf_counter() - t0, 1),
-                      "tasks_run": [asdict(x) for x in results]}
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(record, indent=1) + "\n")
-            log(f"# {run.name} round {r} · {suite_name(suite, p)}: {total['successes']}/{total['episodes']} "
-                f"({total['success_rate']} %) · {record['wall_s']:.0f} s → {path}")
-            if commit:
-                commit_files([path], f"LIBERO-Pro protocol: {run.name} round {r}, {p}: "
-                                     f"{total['successes']}/{total['episodes']}")
+            record = protocol.evaluate_to_file(suite, p, str(policies[r]), episodes, path, workers=workers,
+                                               commit=commit, log=log, run=run.name, round=r)
+            log(f"# {run.name} round {r} · {record['suite']}: {record['successes']}/{record['episodes']} "
+                f"({record['success_rate']} %) · {time.perf_counter() - t0:.0f} s → {path}")
             written.append(path)
     return written
 
@@ -130,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", help="comma-separated rounds (default: every round with a policy)")
     ap.add_argument("--perturb", default=",".join(PERTURBS),
                     help=f"comma-separated perturbations (default {','.join(PERTURBS)})")
-    ap.add_argument("--episodes", type=int, default=5, help="episodes per task, init states 0.. in order")
+    ap.add_argument("--episodes", type=int, default=50,
+                    help="episodes per task, init states 0.. in order (default 50, the protocol's; fewer: "
+                         "a smoke test)")
     ap.add_argument("--workers", type=worker_count, default=2)
     ap.add_argument("--out", type=Path, help="where the files go (default runs/results/libero/loop; the "
                     "committed ones: docs/results/libero/loop)")
@@ -162,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                                    "protocol evaluations")
         evaluate_run(a.run, suite, rounds, perturbs, a.episodes, a.workers, a.out, a.commit,
                      log=lambda line: print(line, flush=True))
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError) as e:  # ValueError: a task record from other settings, too
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -4,17 +4,22 @@
     python -m experiments.liberopro.sft --suite libero_spatial --demos-per-task 10 --out runs/libero_sft
     python -m experiments.liberopro --suite libero_spatial --perturb position \
         --policy runs/libero_sft/policy.safetensors
-    python -m experiments.liberopro.sft --inspect runs/libero_sft/policy.safetensors --task 0 --state 20
+    python -m experiments.liberopro.sft --inspect runs/libero_sft/policy.safetensors --task 0 --start 0
 
-Demonstrations start from init states `--first-state`, `--first-state + 1`, ... of each task's own file
-(default 20: the protocol evaluates on states 0–19, so no evaluation start is trained on); only successful
-ones are kept. With `--noise σ` the demonstrations are DART-style: the environment executes the expert's
-action plus Gaussian noise (σ on the six arm dimensions, never the gripper) while the recorded label is the
-expert's own action from the state it is in — so the data shows how to come back from states a slightly
-wrong policy reaches (FINDINGS #19: plain cloning drifts off the demonstrations within 40 steps). The
-policy reads privileged state as object tokens (`coda_policy.object_token.libero_features`) and predicts
-chunks of LIBERO's own 7-D actions. The public LIBERO demonstration datasets cannot be downloaded here; the
-scripted expert is where the demonstrations come from (its success per suite is in docs/libero.md).
+Demonstrations start where LIBERO places the objects itself (`LiberoEnv.reset(seed=...)` without an init
+state: each object sampled in its BDDL region), demonstration i of a task from seed `start_seed(seed, i)`,
+in the original suite's task files only: the protocol evaluates from init states 0–49 of every perturbed
+suite's file, all of them, so no init state is a training start. Each start is checked against those 250
+evaluation starts of its task (`experiments.liberopro.starts`); one that equals any is refused, counted and
+reported. Only successful demonstrations are kept. With `--noise σ` the demonstrations are DART-style: the
+environment executes the expert's action plus Gaussian noise (σ on the six arm dimensions, never the
+gripper) while the recorded label is the expert's own action from the state it is in — so the data shows
+how to come back from states a slightly wrong policy reaches (FINDINGS #19: plain cloning drifts off the
+demonstrations within 40 steps). The policy reads privileged state as object tokens
+(`coda_policy.object_token.libero_features`) and predicts chunks of LIBERO's own 7-D actions. The public
+LIBERO demonstration datasets cannot be downloaded here; the scripted expert is where the demonstrations
+come from (its success per suite is in docs/libero.md). The committed SFT figures in docs/libero.md were
+trained from init states 20 and up, before this (evaluated then on states 0–4 only).
 """
 
 from __future__ import annotations
@@ -30,32 +35,41 @@ import numpy as np
 from common.cli import command_parser, worker_count
 
 
-def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_state: int, seed: int,
-            log: Any = print, noise: float = 0.0, only: str | None = None) -> list[dict[str, Any]]:
-    """Successful expert episodes: per step, the features and the expert's action (executed with
-    N(0, noise²) added to the arm dimensions when `noise` > 0). `only`: that one task of the first
-    `n_tasks` (a worker's share; every episode is seeded by its task's init-state index, so the split
-    changes nothing)."""
+def start_seed(seed: int, i: int) -> int:
+    """The LIBERO seed demonstration i of a run seeded `seed` starts from (its objects' sampled places)."""
+    return seed * 100_000 + i
+
+
+def collect(suite: str, n_tasks: int | None, per_task: int, seed: int, log: Any = print, noise: float = 0.0,
+            only: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Successful expert episodes from LIBERO's sampled starts — per step, the features and the expert's
+    action (executed with N(0, noise²) added to the arm dimensions when `noise` > 0) — and the starts
+    refused for equalling one the protocol evaluates from (task, seed, which evaluation starts). `only`:
+    that one task of the first `n_tasks` (a worker's share; every episode is seeded by its own index, so the
+    split changes nothing)."""
     from common.text import default_embedder
-    from experiments.liberopro.evaluate import init_states, tasks
+    from experiments.liberopro.evaluate import tasks
+    from experiments.liberopro.starts import clashes, evaluation_starts, margin
     from sim.libero.drawer import expert_for
     from sim.libero.env import LiberoEnv
     from sim.libero.expert import UnsupportedGoal
 
     emb = default_embedder()
     episodes: list[dict[str, Any]] = []
-    for task in tasks(suite, perturb)[:n_tasks]:
+    refused: list[dict[str, Any]] = []
+    for task in tasks(suite)[:n_tasks]:
         if only is not None and task.name != only:
             continue
-        if not task.usable:
-            log(f"{task.name}: no init states, skipped")
-            continue
-        states = init_states(task)
+        evals = evaluation_starts(suite, task.name)
         env = LiberoEnv.for_task(task)
-        kept = 0
+        kept, before = 0, len(refused)
         try:
-            for i in range(first_state, min(first_state + per_task, len(states))):
-                env.reset(states[i], seed=seed + i)
+            for i in range(per_task):
+                env.reset(seed=start_seed(seed, i))  # no init state: LIBERO samples the start
+                equal = clashes(env.start_positions, evals)
+                if equal:
+                    refused.append({"task": task.name, "start_seed": start_seed(seed, i), "equals": equal})
+                    continue
                 try:
                     expert = expert_for(env)
                 except UnsupportedGoal as e:
@@ -65,12 +79,15 @@ def collect(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_
                                            np.random.default_rng([seed, i]), emb)
                 if env.success():
                     kept += 1
-                    episodes.append({"task": task.name, "state": i, "features": feats,
-                                     "actions": np.asarray(acts, np.float32)})
+                    episodes.append({"task": task.name, "start_seed": start_seed(seed, i),
+                                     "eval_margin_m": round(margin(env.start_positions, evals), 4),
+                                     "features": feats, "actions": np.asarray(acts, np.float32)})
         finally:
             env.close()
-        log(f"{task.name}: {kept}/{min(per_task, len(states) - first_state)} demonstrations kept")
-    return episodes
+        n_refused = len(refused) - before
+        log(f"{task.name}: {kept}/{per_task} demonstrations kept"
+            + (f"; {n_refused} starts refused: equal to an evaluation start" if n_refused else ""))
+    return episodes, refused
 
 
 def dart_episode(env: Any, expert: Any, instruction: str, max_steps: int, noise: float,
@@ -92,21 +109,21 @@ def dart_episode(env: Any, expert: Any, instruction: str, max_steps: int, noise:
     return feats, acts
 
 
-def _collect_task(args: tuple[Any, ...]) -> list[dict[str, Any]]:
-    suite, perturb, n_tasks, per_task, first_state, seed, noise, only = args
-    return collect(suite, perturb, n_tasks, per_task, first_state, seed, log=print, noise=noise, only=only)
+def _collect_task(args: tuple[Any, ...]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    suite, n_tasks, per_task, seed, noise, only = args
+    return collect(suite, n_tasks, per_task, seed, log=print, noise=noise, only=only)
 
 
-def collect_parallel(suite: str, perturb: str, n_tasks: int | None, per_task: int, first_state: int,
-                     seed: int, noise: float, workers: int, log: Any = print) -> list[dict[str, Any]]:
+def collect_parallel(suite: str, n_tasks: int | None, per_task: int, seed: int, noise: float, workers: int,
+                     log: Any = print) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """`collect`, one task per job on `workers` spawned processes (the same episodes, in task order)."""
     from experiments.liberopro.evaluate import spawn_map, tasks
 
     if workers <= 1:
-        return collect(suite, perturb, n_tasks, per_task, first_state, seed, log=log, noise=noise)
-    jobs = [(suite, perturb, n_tasks, per_task, first_state, seed, noise, t.name)
-            for t in tasks(suite, perturb)[:n_tasks]]
-    return [e for batch in spawn_map(_collect_task, jobs, workers) for e in batch]
+        return collect(suite, n_tasks, per_task, seed, log=log, noise=noise)
+    jobs = [(suite, n_tasks, per_task, seed, noise, t.name) for t in tasks(suite)[:n_tasks]]
+    batches = list(spawn_map(_collect_task, jobs, workers))
+    return [e for kept, _ in batches for e in kept], [r for _, refused in batches for r in refused]
 
 
 def save_demos(episodes: list[dict[str, Any]], path: Path) -> Path:
@@ -151,23 +168,24 @@ def train(episodes: list[dict[str, Any]], steps: int, seed: int, out: Path) -> t
     return path, {**speed, "chunks": int(len(data["actions"]))}
 
 
-def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: int = 6,
+def inspect(checkpoint: Path, suite: str, task_index: int, start: int, windows: int = 6,
             log: Any = print) -> dict[str, Any]:
-    """Where a trained policy parts from the expert, on one start: open loop (its chunk at each 8-step
-    window of the expert's own trajectory, averaged, beside the expert's actions), then closed loop
-    (re-planning every step: where the hand goes, where the goal's object is)."""
+    """Where a trained policy parts from the expert, on one training start (LIBERO's sample for seed
+    `start`; `start_seed(0, i)` is demonstration i's): open loop (its chunk at each 8-step window of the
+    expert's own trajectory, averaged, beside the expert's actions), then closed loop (re-planning every
+    step: where the hand goes, where the goal's object is)."""
     from coda_policy.object_token.libero_features import LiberoPolicy
-    from experiments.liberopro.evaluate import init_states, tasks
+    from experiments.liberopro.evaluate import tasks
     from sim.libero.env import LiberoEnv
     from sim.libero.expert import PickPlaceExpert
 
     task = tasks(suite)[task_index]
     env = LiberoEnv.for_task(task)
-    out: dict[str, Any] = {"task": task.name, "state": state, "open_loop": [], "closed_loop": []}
+    out: dict[str, Any] = {"task": task.name, "start_seed": start, "open_loop": [], "closed_loop": []}
     try:
         policy = LiberoPolicy(checkpoint, env, task.instruction)
-        env.reset(init_states(task)[state], seed=state)
-        policy.reset(state)
+        env.reset(seed=start)
+        policy.reset(start)
         out["objects"] = {n: np.round(env.box(n).center, 3).tolist() for n in env.object_names}
         log(f"at the start: {out['objects']}")
         expert = PickPlaceExpert(env)
@@ -181,8 +199,8 @@ def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: 
                    "policy": np.round(mine.astype(float), 3).tolist()}
             out["open_loop"].append(row)
             log(f"open loop, steps {8 * w}-{8 * w + 7}: expert {row['expert']} policy {row['policy']}")
-        env.reset(init_states(task)[state], seed=state)
-        policy.reset(state)
+        env.reset(seed=start)
+        policy.reset(start)
         subject = expert.obj
         while env.steps < task.max_steps and not env.success():
             env.step(policy.chunk(seed=0)[0])
@@ -200,16 +218,15 @@ def inspect(checkpoint: Path, suite: str, task_index: int, state: int, windows: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from experiments.liberopro.evaluate import PERTURB, SUITES
+    from experiments.liberopro.evaluate import SUITES
 
     ap = command_parser("experiments.liberopro.sft", __doc__)
-    ap.add_argument("--suite", choices=SUITES, default="libero_spatial")
-    ap.add_argument("--perturb", choices=tuple(PERTURB), default="none",
-                    help="the suite the demonstrations come from (default: the original)")
+    ap.add_argument("--suite", choices=SUITES, default="libero_spatial",
+                    help="the original suite whose tasks are demonstrated (never a perturbed one: those are "
+                         "what the protocol tests)")
     ap.add_argument("--tasks", type=int, help="the suite's first N tasks (default all)")
-    ap.add_argument("--demos-per-task", type=int, default=10)
-    ap.add_argument("--first-state", type=int, default=20,
-                    help="first init state used for demonstrations (default 20: past the evaluation's 0–19)")
+    ap.add_argument("--demos-per-task", type=int, default=10,
+                    help="demonstration tries per task, each from LIBERO's sampled start for its seed")
     ap.add_argument("--steps", type=int, default=3000, help="SFT optimiser steps")
     ap.add_argument("--noise", type=float, default=0.0,
                     help="DART-style demonstrations: σ of the Gaussian noise added to the executed arm "
@@ -223,23 +240,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inspect", type=Path, metavar="CHECKPOINT",
                     help="instead of training: where this policy parts from the expert on one start")
     ap.add_argument("--task", type=int, default=0, help="with --inspect: the task's index in the suite")
-    ap.add_argument("--state", type=int, default=20, help="with --inspect: the init state")
+    ap.add_argument("--start", type=int, default=0,
+                    help="with --inspect: the LIBERO seed of the start (a training start, not an init state)")
     a = ap.parse_args(argv)
     if a.inspect is not None:
         if not a.inspect.is_file():
             ap.error(f"--inspect {a.inspect}: no such policy file")
-        res = inspect(a.inspect, a.suite, a.task, a.state, log=lambda m: print(m, flush=True))
+        res = inspect(a.inspect, a.suite, a.task, a.start, log=lambda m: print(m, flush=True))
         print(json.dumps({"success": res["success"]}))
         return 0
-    if (min(a.demos_per_task, a.steps, a.workers) < 1 or a.first_state < 0
-            or (a.tasks is not None and a.tasks < 1)):
-        ap.error("--demos-per-task, --steps, --workers and --tasks must be >= 1 and --first-state >= 0")
+    if min(a.demos_per_task, a.steps, a.workers) < 1 or (a.tasks is not None and a.tasks < 1):
+        ap.error("--demos-per-task, --steps, --workers and --tasks must be >= 1")
     if not 0.0 <= a.noise <= 1.0:
         ap.error("--noise must be in [0, 1] (actions are in [-1, 1])")
     a.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    episodes = collect_parallel(a.suite, a.perturb, a.tasks, a.demos_per_task, a.first_state, a.seed,
-                                a.noise, a.workers, log=lambda m: print(m, flush=True))
+    episodes, refused = collect_parallel(a.suite, a.tasks, a.demos_per_task, a.seed, a.noise, a.workers,
+                                         log=lambda m: print(m, flush=True))
     if not episodes:
         print("error: the expert solved no demonstration; nothing to train on", file=sys.stderr)
         return 1
@@ -248,12 +265,15 @@ def main(argv: list[str] | None = None) -> int:
     if a.collect_only:
         print(json.dumps({"demos": len(episodes), "steps_per_demo": float(np.mean([len(e["actions"])
                                                                                     for e in episodes])),
-                          "collect_s": round(t1 - t0, 1), "file": str(a.out / "demos.pkl")}))
+                          "starts_refused": refused, "collect_s": round(t1 - t0, 1),
+                          "file": str(a.out / "demos.pkl")}))
         return 0
     path, speed = train(episodes, a.steps, a.seed, a.out)
-    summary = {"suite": a.suite, "perturb": a.perturb, "demos": len(episodes),
+    summary = {"suite": a.suite, "demos": len(episodes),
                "steps_per_demo": float(np.mean([len(e["actions"]) for e in episodes])),
-               "first_state": a.first_state, "sft_steps": a.steps, "seed": a.seed, "noise": a.noise,
+               "start_seeds": [start_seed(a.seed, 0), start_seed(a.seed, a.demos_per_task - 1)],
+               "starts_refused": refused, "eval_margin_m_min": min(e["eval_margin_m"] for e in episodes),
+               "sft_steps": a.steps, "seed": a.seed, "noise": a.noise,
                "collect_s": round(t1 - t0, 1), "train_s": round(speed["train_s"], 1),
                "chunks": speed["chunks"], "policy": str(path)}
     (a.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")

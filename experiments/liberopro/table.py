@@ -7,9 +7,13 @@ evaluation files, beside the numbers the CoDA paper reports (theirs, labelled as
 Each row names the files it comes from: `python -m experiments.liberopro ... --out FILE` evaluations, the
 records of the earlier standalone CoDA round on LIBERO (its driver was removed in issue #38, superseded by
 `agents.run --preset libero`; their `evaluation` holds one entry per perturbation), and a loop
-run's rounds (`python -m
-experiments.liberopro.run`, `docs/results/libero/loop/<run>/round<k>_<perturb>.json`: one row per round).
-A cell with no file is "–": not measured, never 0.
+run's rounds (`python -m experiments.liberopro.run`,
+`docs/results/libero/loop/<run>/round<k>_<perturb>*.json`: one row per round). A cell with no file is "–":
+not measured, never 0.
+
+Rows are kept apart by episodes per task, as each file records it: the main table holds the protocol's 50
+per task (init states 0–49); the evaluations made before it (5 per task, 10 for the scripted expert) stay in
+their own table below it, labelled, never mixed into a protocol row.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from experiments.table.record import RUNS_RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"  # the committed evaluations the table reads
-PERTURBS = ("none", "position", "instruction", "task")
+PERTURBS = ("none", "position", "instruction", "task", "object")
+PROTOCOL = 50  # episodes per task of the protocol (init states 0-49 of each file)
 SUFFIX = {"_swap": "position", "_lan": "instruction", "_task": "task", "_object": "object"}
 
 # Loop runs whose rounds ran on another run's bootstrap — its seed demonstrations, validity verdicts and
@@ -92,57 +97,72 @@ def perturb_of(suite: str, base: str = "libero_object") -> str:
 
 
 def cells(path: Path, base: str = "libero_object") -> dict[str, dict[str, Any]]:
-    """perturbation → {successes, episodes, wall_s} from one evaluation file or one round's record."""
+    """perturbation → {successes, episodes, wall_s, per_task} from one evaluation file or one round's
+    record (`per_task`: its episodes per task; the standalone round's records did not say it, so it is
+    their episodes over their tasks)."""
     d = json.loads(path.read_text())
     if "evaluation" in d:
-        return {p: {"successes": e["successes"], "episodes": e["episodes"], "wall_s": e.get("wall_s")}
+        return {p: {"successes": e["successes"], "episodes": e["episodes"], "wall_s": e.get("wall_s"),
+                    "per_task": e.get("episodes_per_task", e["episodes"] // e["tasks"])}
                 for p, e in d["evaluation"].items()}
     return {perturb_of(d["suite"], base): {"successes": d["successes"], "episodes": d["episodes"],
-                                           "wall_s": d.get("wall_s")}}
+                                           "wall_s": d.get("wall_s"), "per_task": d["episodes_per_task"]}}
+
+
+def by_size(paths: list[Path], base: str, names: list[str]) -> dict[int, tuple[list[str], dict[str, Any]]]:
+    """episodes per task → (the files of that size, perturbation → cell); an earlier file's cell stands."""
+    out: dict[int, tuple[list[str], dict[str, Any]]] = {}
+    for path, name in zip(paths, names, strict=True):
+        for p, c in cells(path, base).items():
+            sources, got = out.setdefault(c["per_task"], ([], {}))
+            got.setdefault(p, c)
+            if name not in sources:
+                sources.append(name)
+    return out
 
 
 def build(libero: Path) -> dict[str, Any]:
     rows = []
     for suite, label, what, files in ROWS:
-        got: dict[str, Any] = {}
-        sources = []
-        for name in files:
-            path = libero / name
-            if not path.is_file():
-                continue
-            sources.append(name)
-            for p, c in cells(path, suite).items():
-                got.setdefault(p, c)
-        rows.append({"row": label, "what": what, "suite": suite, "sources": sources, "cells": got})
+        found = [name for name in files if (libero / name).is_file()]
+        sized = by_size([libero / n for n in found], suite, found)
+        rows += [{"row": label, "what": what, "suite": suite, "episodes_per_task": per_task,
+                  "sources": sources, "cells": got}
+                 for per_task, (sources, got) in sorted(sized.items(), reverse=True)]
     rows += loop_rows(libero / "loop")
     return {"ours": rows, "paper": [{"row": r, "success": s} for r, s in PAPER]}
 
 
 def loop_rows(folder: Path) -> list[dict[str, Any]]:
-    """One row per evaluated round of each loop run under `folder` (`experiments.liberopro.run`)."""
+    """One row per evaluated round (and episodes per task) of each loop run under `folder`
+    (`experiments.liberopro.run`)."""
     by: dict[tuple[str, int], list[Path]] = {}
     for path in sorted(folder.glob("*/round*_*.json")):
         rnd = int(path.stem.split("_")[0][len("round"):])
         by.setdefault((path.parent.name, rnd), []).append(path)
     rows = []
     for (run, rnd), paths in sorted(by.items()):
-        got: dict[str, Any] = {}
         suite = json.loads(paths[0].read_text())["suite"]
         base = max((s for s in SUITES if suite.startswith(s)), key=len)
-        for path in paths:
-            for p, c in cells(path, base).items():
-                got.setdefault(p, c)
-        label = f"loop `{run}`, round {rnd}" + (" (SFT on its seed demonstrations)" if rnd == 0 else
-                                                f" (after {rnd} CoDA round{'s' if rnd > 1 else ''})")
-        what = f"`agents.run`{_loop_config(folder / run)}; `experiments.liberopro.run --run runs/{run}`"
-        if run in BOOTSTRAP_FROM:
-            what += f"; rounds on `{BOOTSTRAP_FROM[run]}`'s bootstrap (copied)"
-        wall = _loop_wall(folder / run, rnd)
-        if wall is not None:
-            what += f"; the loop's wall clock through this round {wall / 60:.0f} min"
-        rows.append({"row": label, "what": what, "suite": base, "loop_wall_s": wall,
-                     "sources": [f"loop/{run}/{p.name}" for p in paths], "cells": got})
+        sized = by_size(paths, base, [f"loop/{run}/{p.name}" for p in paths])
+        rows += [loop_row(folder, run, rnd, base, per_task, sources, got)
+                 for per_task, (sources, got) in sorted(sized.items(), reverse=True)]
     return rows
+
+
+def loop_row(folder: Path, run: str, rnd: int, base: str, per_task: int, sources: list[str],
+             got: dict[str, Any]) -> dict[str, Any]:
+    """A loop run's round at one number of episodes per task, with what sets the run apart."""
+    label = f"loop `{run}`, round {rnd}" + (" (SFT on its seed demonstrations)" if rnd == 0 else
+                                            f" (after {rnd} CoDA round{'s' if rnd > 1 else ''})")
+    what = f"`agents.run`{_loop_config(folder / run)}; `experiments.liberopro.run --run runs/{run}`"
+    if run in BOOTSTRAP_FROM:
+        what += f"; rounds on `{BOOTSTRAP_FROM[run]}`'s bootstrap (copied)"
+    wall = _loop_wall(folder / run, rnd)
+    if wall is not None:
+        what += f"; the loop's wall clock through this round {wall / 60:.0f} min"
+    return {"row": label, "what": what, "suite": base, "episodes_per_task": per_task, "loop_wall_s": wall,
+            "sources": sources, "cells": got}
 
 
 def _loop_config(run: Path) -> str:
@@ -181,23 +201,57 @@ def _pct(c: dict[str, Any] | None) -> str:
     return f"{100 * c['successes'] / c['episodes']:.0f} % ({c['successes']}/{c['episodes']})"
 
 
+PRIVILEGED = ("Our policy reads privileged simulator state — each object's pose and box, the goal region, "
+              "the instruction — as object tokens, not camera images; the paper's π0.5 reads camera images. "
+              "The rows compare with each other, not with the paper's numbers.")
+BEFORE = ("Episode i from init state i of each file: a tenth or a fifth of the protocol's starts, so these "
+          "rows are not the protocol's numbers and stay out of its table. The standalone SFT policies among "
+          "them were trained on demonstrations from init states 20 and up (`experiments.liberopro.sft` "
+          "before issue #41; it now starts them from LIBERO's own samples), which a 50-episode evaluation "
+          "would include.")
+
+
+def _rows(rows: list[dict[str, Any]], size_column: bool) -> list[str]:
+    """A markdown table of `rows`: the four perturbations always, object when any row has it."""
+    perturbs = [p for p in PERTURBS if p != "object" or any("object" in r["cells"] for r in rows)]
+    head = "| policy | " + ("per task | " if size_column else "") + " | ".join(
+        "original" if p == "none" else p for p in perturbs) + " | what |"
+    lines = [head, "|---" * (head.count("|") - 1) + "|"]
+    for r in rows:
+        size = f"{r['episodes_per_task']} | " if size_column else ""
+        pct = " | ".join(_pct(r["cells"].get(p)) for p in perturbs)
+        lines.append(f"| {r['row']} | {size}{pct} | {r['what']} |")
+    return lines
+
+
+def _suite(table: dict[str, Any], suite: str) -> list[str]:
+    """One suite's tables: the protocol's (50 per task), then the earlier, smaller evaluations."""
+    mine = [r for r in table["ours"] if r["suite"] == suite]
+    protocol = [r for r in mine if r["episodes_per_task"] == PROTOCOL]
+    before = [r for r in mine if r["episodes_per_task"] != PROTOCOL]
+    lines = [f"## Ours: {suite}, object-token policy on privileged state (CPU)", ""]
+    lines += _rows(protocol, False) if protocol else ["No evaluation at the protocol's size yet."]
+    lines += ["", f"Protocol: `python -m experiments.liberopro --suite {suite} --perturb P --policy POLICY "
+              f"--out FILE` — {PROTOCOL} episodes per task from init states 0–{PROTOCOL - 1} of each "
+              f"(perturbed) suite's own file, the instruction read from its BDDL, {MAX_STEPS[suite]} steps; "
+              f"position = `{suite}_swap`, instruction = `{suite}_lan`, task = `{suite}_task`, object = "
+              f"`{suite}_object`. Wall time per evaluation is in each source file.", ""]
+    if before:
+        sizes = " or ".join(str(n) for n in sorted({r["episodes_per_task"] for r in before}))
+        lines += [f"### {suite}: {sizes} episodes per task (before the protocol's {PROTOCOL})", "",
+                  *_rows(before, True), "", BEFORE, ""]
+    return lines
+
+
 def markdown(table: dict[str, Any], command: str) -> str:
-    lines: list[str] = []
+    lines: list[str] = [PRIVILEGED, ""]
     for suite in SUITES:
-        lines += [f"## Ours: {suite}, object-token policy on privileged state (CPU)", "",
-                  "| policy | original | position | instruction | task | what |", "|---|---|---|---|---|---|"]
-        for r in (r for r in table["ours"] if r["suite"] == suite):
-            pct = " | ".join(_pct(r["cells"].get(p)) for p in PERTURBS)
-            lines.append(f"| {r['row']} | {pct} | {r['what']} |")
-        lines += ["", f"Protocol: `python -m experiments.liberopro --suite {suite}` — 5 episodes per task "
-                  "from init states 0–4 of each (perturbed) suite's own file, the instruction read from its "
-                  "BDDL, "
-                  f"{MAX_STEPS[suite]} steps; position = `{suite}_swap`, instruction = `{suite}_lan`, task = "
-                  f"`{suite}_task`. Wall time per evaluation is in each source file.", ""]
+        lines += _suite(table, suite)
     lines += ["## Reported in the CoDA paper (theirs, not measured here)", "",
-              "Table 2 of the paper: vision-language-action policies (π0.5) trained on their data and GPUs, "
-              "and ASPIRE, a code-as-policy method. Ours reads privileged simulator state as object tokens, "
-              "so the rows are not comparable as methods — they say where the benchmark's numbers sit.", "",
+              "Table 2 of the paper: vision-language-action policies (π0.5, reading camera images) trained "
+              "on their data and GPUs, and ASPIRE, a code-as-policy method. Ours reads privileged simulator "
+              "state as object tokens, so the rows are not comparable as methods — they say where the "
+              "benchmark's numbers sit.", "",
               "| method | " + " | ".join(f"{c}: {p}" for c in PAPER_COLUMNS for p in ("position", "task"))
               + " |", "|---" * (1 + 2 * len(PAPER_COLUMNS)) + "|"]
     for r in table["paper"]:

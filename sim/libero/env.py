@@ -92,6 +92,7 @@ class LiberoEnv:
         self.steps = 0
         self._geoms: dict[str, list[int]] = {}  # name → its collision geoms (the model never changes)
         self._sites: set[str] | None = None
+        self.start_positions: dict[str, np.ndarray] = {}  # set by reset
 
     @classmethod
     def for_task(cls, task: TaskFile) -> LiberoEnv:
@@ -106,6 +107,8 @@ class LiberoEnv:
         self._env.reset()
         if state is not None:
             self._env.set_init_state(state)
+        # the start as placed, before settling: what starts are compared by (experiments.liberopro.starts)
+        self.start_positions = self.object_positions()
         for _ in range(SETTLE_STEPS):
             self.obs, *_ = self._env.step(np.r_[np.zeros(6), -1.0])
         self.steps = 0
@@ -151,6 +154,16 @@ class LiberoEnv:
     def gripper_width(self) -> float:
         q = self.obs["robot0_gripper_qpos"]
         return float(abs(q[0]) + abs(q[1]))
+
+    def object_positions(self) -> dict[str, np.ndarray]:
+        """Each movable object's world position (its root body), by name."""
+        return {n: self.pose(n)[0] for n in self.object_names}
+
+    def positions_at(self, state: np.ndarray) -> dict[str, np.ndarray]:
+        """`object_positions` in `state`, a row of one of this task's init-state files, as placed (not
+        settled). It sets the simulator to that state: call it between episodes only."""
+        self._env.set_init_state(state)
+        return self.object_positions()
 
     def is_object(self, name: str) -> bool:
         return name in self._inner.objects_dict

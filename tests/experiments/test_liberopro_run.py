@@ -34,33 +34,90 @@ def test_a_runs_round_policies_and_suite_are_found_and_a_non_libero_run_is_refus
         liberopro_run.round_policies(_run_dir(tmp_path / "c", rounds=()))
 
 
+def _in_process(monkeypatch, ok: dict[str, int], asked: list, stop_after: int | None = None) -> None:
+    """The protocol's evaluation with each task's episodes replaced by a double (`ok[perturb]` successes per
+    task) run in this process; `stop_after`: the run is killed after that many tasks."""
+
+    def fake_run_task(suite, perturb, name, episodes, policy, seed, first_state=0):
+        if stop_after is not None and len(asked) == stop_after:
+            raise KeyboardInterrupt("killed")
+        asked.append((perturb, policy.rsplit("/", 1)[-1], name))
+        return liberopro.TaskResult(suite + liberopro.PERTURB[perturb], name, "words", episodes, ok[perturb],
+                                    [10] * episodes, [], 1.0)
+
+    monkeypatch.setattr(liberopro, "run_task", fake_run_task)
+    monkeypatch.setattr(liberopro, "spawn_map", lambda fn, jobs, workers: map(fn, jobs))
+
+
 def test_each_round_and_perturbation_is_one_file_kept_on_resume_and_read_as_one_row(tmp_path, monkeypatch):
-    asked = []
-
-    def fake_evaluate(suite, perturb, policy, episodes, n_tasks, workers, log=print):
-        asked.append((perturb, policy.rsplit("/", 1)[-1]))
-        ok = {"none": 3, "position": 1}[perturb]
-        return [liberopro.TaskResult(suite, "t", "words", episodes, ok, [10] * episodes, [], 1.0)]
-
-    monkeypatch.setattr(liberopro, "evaluate", fake_evaluate)
+    asked: list = []
+    _in_process(monkeypatch, {"none": 3, "position": 1}, asked)
     run, out = _run_dir(tmp_path), tmp_path / "libero" / "loop"
-    kw = dict(episodes=5, workers=1, out=out, commit=False, log=lambda _: None)
+    kw = dict(episodes=50, workers=1, out=out, commit=False, log=lambda _: None)
     wrote = liberopro_run.evaluate_run(run, "libero_object", [0, 1], ["none", "position"], **kw)
-    assert [p.name for p in wrote] == ["round0_none.json", "round0_position.json", "round1_none.json",
-                                       "round1_position.json"]
-    assert asked[0] == ("none", "round_00.safetensors") and asked[-1] == ("position", "round_01.safetensors")
+    assert [p.name for p in wrote] == ["round0_none_50ep.json", "round0_position_50ep.json",
+                                       "round1_none_50ep.json", "round1_position_50ep.json"]
+    assert asked[0][:2] == ("none", "round_00.safetensors")
+    assert asked[-1][:2] == ("position", "round_01.safetensors")
+    assert len(asked) == 4 * 10  # every task of the suite
     rec = json.loads(wrote[1].read_text())
-    assert (rec["suite"], rec["round"], rec["successes"], rec["episodes"]) == ("libero_object_swap", 0, 1, 5)
+    assert (rec["suite"], rec["round"], rec["episodes_per_task"]) == ("libero_object_swap", 0, 50)
+    assert (rec["successes"], rec["episodes"], len(rec["tasks_run"])) == (10, 500, 10)
+    assert len(list((out / run.name / "round0_position_50ep.tasks").glob("*.json"))) == 10  # per task
     asked.clear()
     assert liberopro_run.evaluate_run(run, "libero_object", [0, 1], ["none", "position"], **kw) == []
     assert asked == []  # a finished evaluation is kept, not rerun
     with pytest.raises(FileNotFoundError, match=r"round\(s\) \[2\]"):
         liberopro_run.evaluate_run(run, "libero_object", [2], ["none"], **kw)
-    rows = {r["row"]: r["cells"] for r in build(tmp_path / "libero")["ours"]}
-    assert rows["loop `libero_x`, round 1 (after 1 CoDA round)"]["position"]["successes"] == 1
+    rows = {r["row"]: r for r in build(tmp_path / "libero")["ours"]}
+    one = rows["loop `libero_x`, round 1 (after 1 CoDA round)"]
+    assert one["episodes_per_task"] == 50 and one["cells"]["position"]["successes"] == 10
     md = markdown(build(tmp_path / "libero"), "cmd")
-    row0 = "| loop `libero_x`, round 0 (SFT on its seed demonstrations) | 60 % (3/5) | 20 % (1/5) | – | – |"
-    assert row0 in md
+    row0 = ("| loop `libero_x`, round 0 (SFT on its seed demonstrations) | 6 % (30/500) | 2 % (10/500) | – "
+            "| – |")
+    assert row0 in md  # in the protocol's table (no per-task column), not among the earlier ones
+
+
+def test_a_killed_evaluation_resumes_at_its_next_task_and_refuses_other_settings(tmp_path, monkeypatch):
+    asked: list = []
+    _in_process(monkeypatch, {"none": 2}, asked, stop_after=3)
+    run, out = _run_dir(tmp_path), tmp_path / "loop"
+    kw = dict(episodes=50, workers=1, out=out, commit=False, log=lambda _: None)
+    with pytest.raises(KeyboardInterrupt):
+        liberopro_run.evaluate_run(run, "libero_object", [0], ["none"], **kw)
+    folder = out / run.name / "round0_none_50ep.tasks"
+    first = sorted(p.name for p in folder.glob("*.json"))
+    assert len(first) == 3 and not (out / run.name / "round0_none_50ep.json").exists()
+    kept = [json.loads((folder / n).read_text()) for n in first]
+    assert all(k["episodes_per_task"] == 50 and k["task"]["successes"] == 2 for k in kept)
+    done = [a[2] for a in asked]
+    asked.clear()
+    _in_process(monkeypatch, {"none": 2}, asked)
+    liberopro_run.evaluate_run(run, "libero_object", [0], ["none"], **kw)
+    assert len(asked) == 7 and not {a[2] for a in asked} & set(done)  # the rest, nothing redone
+    rec = json.loads((out / run.name / "round0_none_50ep.json").read_text())
+    assert [t["name"] for t in rec["tasks_run"]] == [t.name for t in liberopro.tasks("libero_object")]
+    assert rec["episodes"] == 500 and rec["successes"] == 20
+    # the same records under other settings (a retrained policy file) are refused, not mixed in
+    (out / run.name / "round0_none_50ep.json").unlink()
+    (run / "policy" / "round_00.safetensors").write_bytes(b"retrained")
+    with pytest.raises(ValueError, match="other settings"):
+        liberopro_run.evaluate_run(run, "libero_object", [0], ["none"], **kw)
+
+
+def test_an_earlier_five_episode_file_is_kept_only_for_five_episodes(tmp_path, monkeypatch):
+    asked: list = []
+    _in_process(monkeypatch, {"none": 1}, asked)
+    run, out = _run_dir(tmp_path), tmp_path / "loop"
+    (out / run.name).mkdir(parents=True)
+    (out / run.name / "round0_none.json").write_text(json.dumps(
+        {"suite": "libero_object", "episodes_per_task": 5, "successes": 3, "episodes": 50}))
+    kw = dict(workers=1, out=out, commit=False, log=lambda _: None)
+    assert liberopro_run.evaluate_run(run, "libero_object", [0], ["none"], episodes=5, **kw) == []
+    assert [p.name for p in liberopro_run.evaluate_run(run, "libero_object", [0], ["none"], episodes=2,
+                                                        **kw)] == ["round0_none_2ep.json"]
+    sizes = sorted(r["episodes_per_task"] for r in build(tmp_path)["ours"] if r["row"].startswith("loop"))
+    assert sizes == [2, 5]  # one row per size, never merged
 
 
 def test_bad_arguments_are_clear_errors(tmp_path, capsys):
@@ -114,7 +171,7 @@ def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(t
         {"round": 1, "episode": "roll_a", "factor": "shift", "phase": "approach", **verdict},
         {"round": 1, "episode": "roll_b", "factor": "start", "phase": "grasp", "status": "unverified"}]
     (out / "libero_x" / "round0_none.json").write_text(json.dumps(
-        {"suite": "libero_object", "successes": 3, "episodes": 5, "tasks_run": []}))
+        {"suite": "libero_object", "successes": 3, "episodes": 50, "episodes_per_task": 5, "tasks_run": []}))
     row = next(r for r in build(tmp_path / "libero")["ours"] if r["row"].startswith("loop"))
     want = "libero preset, 300 seed demonstrations, target loss 1, round updates 60 steps at lr 0.0001"
     assert want in row["what"]
@@ -130,7 +187,8 @@ def test_rounds_on_another_runs_bootstrap_say_so_and_count_its_wall_clock(tmp_pa
         (loop / run / "run_metrics.jsonl").write_text("".join(
             json.dumps({"round": r, "cost": {"node": {"wall_s": w}}}) + "\n" for r, w in enumerate(walls)))
         (loop / run / "round1_none.json").write_text(json.dumps(
-            {"suite": "libero_object", "successes": 3, "episodes": 5, "tasks_run": []}))
+            {"suite": "libero_object", "successes": 3, "episodes": 50, "episodes_per_task": 5,
+             "tasks_run": []}))
     monkeypatch.setattr(liberopro_table, "BOOTSTRAP_FROM", {"libero_x": "libero_p"})
     rows = {r["row"]: r for r in build(tmp_path / "libero")["ours"]}
     forked = rows["loop `libero_x`, round 1 (after 1 CoDA round)"]

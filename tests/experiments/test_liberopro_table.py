@@ -16,21 +16,49 @@ def test_the_table_reads_evaluations_and_round_records_and_leaves_missing_cells_
     d = tmp_path / "libero"
     d.mkdir()
     (d / "sft_dart_libero_object_position.json").write_text(json.dumps(
-        {"suite": "libero_object_swap", "successes": 3, "episodes": 50, "wall_s": 9.0}))
-    (d / "coda_round1_libero_object.json").write_text(json.dumps(
-        {"evaluation": {"none": {"successes": 30, "episodes": 50},
-                        "task": {"successes": 5, "episodes": 50}}}))
+        {"suite": "libero_object_swap", "successes": 3, "episodes": 50, "episodes_per_task": 5,
+         "wall_s": 9.0}))
+    (d / "coda_round1_libero_object.json").write_text(json.dumps(  # the standalone round's: no per-task
+        {"evaluation": {"none": {"successes": 30, "episodes": 50, "tasks": 10},
+                        "task": {"successes": 5, "episodes": 50, "tasks": 10}}}))
     (d / "sft_dart_libero_spatial_position.json").write_text(json.dumps(
-        {"suite": "libero_spatial_swap", "successes": 7, "episodes": 50}))
-    assert cells(d / "coda_round1_libero_object.json")["task"]["successes"] == 5
+        {"suite": "libero_spatial_swap", "successes": 7, "episodes": 50, "episodes_per_task": 5}))
+    assert cells(d / "coda_round1_libero_object.json")["task"] == {"successes": 5, "episodes": 50,
+                                                                   "wall_s": None, "per_task": 5}
     table = build(d)
     spatial = {r["row"]: r["cells"] for r in table["ours"] if r["suite"] == "libero_spatial"}
     assert spatial["SFT, DART demonstrations"]["position"]["successes"] == 7
     rows = {r["row"]: r["cells"] for r in table["ours"] if r["suite"] == "libero_object"}
     assert rows["SFT, DART demonstrations (the seed policy)"] == {
-        "position": {"successes": 3, "episodes": 50, "wall_s": 9.0}}
+        "position": {"successes": 3, "episodes": 50, "wall_s": 9.0, "per_task": 5}}
+    assert "scripted expert" not in rows  # no file, no row
     md = markdown(table, "cmd")
-    assert "| seed policy + 1 CoDA round | 60 % (30/50) | – | – | 10 % (5/50) |" in md
-    assert "| scripted expert | – | – | – | – |" in md and "theirs, not measured here" in md
-    assert "## Ours: libero_spatial" in md and "| SFT, DART demonstrations | – | 14 % (7/50) | – | – |" in md
+    assert "| seed policy + 1 CoDA round | 5 | 60 % (30/50) | – | – | 10 % (5/50) |" in md
+    assert "theirs, not measured here" in md and "reads camera images" in md
+    assert "## Ours: libero_spatial" in md
+    assert "| SFT, DART demonstrations | 5 | – | 14 % (7/50) | – | – |" in md
     assert "| CoDA (π0.5), 15 rounds | 91 % | 88 % | 78 % | 76 % | 84 % | 76 % |" in md  # theirs, per suite
+
+
+def test_protocol_rows_and_earlier_smaller_ones_are_kept_apart(tmp_path):
+    """A row whose files hold 5 and 50 episodes per task becomes two rows: the 50 in the protocol's table,
+    the 5 in the labelled table of earlier evaluations below it; the object perturbation gets its column."""
+    d = tmp_path / "libero"
+    d.mkdir()
+    files = (("sft_dart_libero_object.json", "libero_object", 28, 50, 5),
+             ("sft_dart_libero_object_position.json", "libero_object_swap", 40, 500, 50),
+             ("sft_dart_libero_object_task.json", "libero_object_object", 50, 500, 50))
+    for name, suite, k, n, per in files:
+        (d / name).write_text(json.dumps({"suite": suite, "successes": k, "episodes": n,
+                                          "episodes_per_task": per}))
+    table = build(d)
+    sizes = {r["episodes_per_task"]: r for r in table["ours"] if r["row"].startswith("SFT, DART")}
+    assert set(sizes) == {5, 50}
+    assert set(sizes[50]["cells"]) == {"position", "object"} and set(sizes[5]["cells"]) == {"none"}
+    md = markdown(table, "cmd")
+    main, before = md.split("### libero_object: 5 episodes per task (before the protocol's 50)")
+    assert "| policy | original | position | instruction | task | object | what |" in main
+    assert "| SFT, DART demonstrations (the seed policy) | – | 8 % (40/500) | – | – | 10 % (50/500) |" in main
+    assert "| SFT, DART demonstrations (the seed policy) | 5 | 56 % (28/50) | – | – | – |" in before
+    assert "56 %" not in main and "8 % (40/500)" not in before.split("## Ours: libero_spatial")[0]
+    assert "No evaluation at the protocol's size yet." in md.split("## Ours: libero_spatial")[1]
