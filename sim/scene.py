@@ -8,9 +8,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from common.registry import by_name
 
@@ -44,6 +55,32 @@ class _Model(BaseModel):
 # characters of every text, physically sensible magnitudes, and counts.
 _NAME = r"^[a-z][a-z0-9_]{0,63}$"
 _TEXT = r"^[^\x00-\x1f\x7f]*$"  # no control characters (NUL, newlines, escapes)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+MAX_WORD = 64  # characters of a goal argument, a factor name or string value, a fixture joint or parameter
+
+
+def _one_line(text: str) -> str:
+    if _CONTROL.search(text):
+        raise ValueError(f"{text[:MAX_WORD]!r} holds a control character (a line break, tab or escape)")
+    return text
+
+
+# a short line of text: what a scene names besides its objects (goal arguments such as "cabinet/drawer0",
+# factor names and values, fixture joints and parameters; the longest in the committed scenes has 16)
+Word = Annotated[str, StringConstraints(min_length=1, max_length=MAX_WORD), AfterValidator(_one_line)]
+
+
+def _short_keys(value: Any) -> Any:
+    """Refuse a long key before pydantic does: pydantic names a bad key in the error's location, whole."""
+    if isinstance(value, dict):
+        for k in value:
+            if isinstance(k, str) and len(k) > MAX_WORD:
+                raise ValueError(f"a key of {len(k)} characters; keys are at most {MAX_WORD}")
+    return value
+
+
+# a mapping keyed by `Word`s
+WordKeyed = Annotated[dict[Word, Any], BeforeValidator(_short_keys)]
 
 
 class ObjectSpec(_Model):
@@ -96,8 +133,10 @@ class FixtureSpec(_Model):
     pos: tuple[float, float]
     yaw: float = 0.0
     rgba: tuple[float, float, float, float] = (0.55, 0.4, 0.3, 1.0)
-    params: dict[str, float] = Field(default_factory=dict, max_length=32)
-    init: dict[str, float] = Field(default_factory=dict, max_length=32)
+    params: Annotated[dict[Word, float], BeforeValidator(_short_keys)] = Field(default_factory=dict,
+                                                                               max_length=32)
+    init: Annotated[dict[Word, float], BeforeValidator(_short_keys)] = Field(default_factory=dict,
+                                                                             max_length=32)
 
     @field_validator("init")
     @classmethod
@@ -111,10 +150,25 @@ class FixtureSpec(_Model):
     def _check(self) -> FixtureSpec:
         _bounded(f"fixture {self.name!r}", pos=self.pos, yaw=self.yaw, rgba=self.rgba)
         for k, x in self.params.items():
-            if len(k) > 64 or not abs(x) <= 10.0:
-                raise ValueError(f"fixture {self.name!r}: params[{k[:64]!r}] = {x} (names ≤ 64 characters, "
-                                 "values in [-10, 10])")
+            if not abs(x) <= 10.0:
+                raise ValueError(f"fixture {self.name!r}: params[{k!r}] = {x} must lie in [-10, 10]")
         return self
+
+
+def _check_words(value: Any, where: str) -> None:
+    """Every string inside a factor value (nested in lists and mappings, keys too) is a `Word`: at most
+    `MAX_WORD` characters, no control character. Its message names where, never repeats the text."""
+    if isinstance(value, str):
+        if len(value) > MAX_WORD or _CONTROL.search(value):
+            raise ValueError(f"{where}: a text of {len(value)} characters; factor texts are at most "
+                             f"{MAX_WORD} characters with no control characters (line breaks, escapes)")
+    elif isinstance(value, list | tuple):
+        for i, x in enumerate(value):
+            _check_words(x, f"{where}[{i}]")
+    elif isinstance(value, dict):
+        for k, x in value.items():
+            _check_words(k, f"{where} (a key)")
+            _check_words(x, f"{where}.{str(k)[:MAX_WORD]}")
 
 
 def _bounded(what: str, *, pos: Any = None, z: Any = None, yaw: Any = None, region: Any = None,
@@ -132,22 +186,15 @@ def _bounded(what: str, *, pos: Any = None, z: Any = None, yaw: Any = None, regi
 class Predicate(_Model):
     """A goal predicate call, e.g. on(cube, plate) → Predicate(fn="on", args=("cube", "plate"))."""
 
-    fn: str
-    args: tuple[str | float, ...] = Field(max_length=8)
+    fn: Word
+    # an entity name or a number; a number is never read from text ("1e5\n" stays a refused string)
+    args: tuple[Word | Annotated[float, Field(strict=True)], ...] = Field(max_length=8)
 
     @field_validator("fn")
     @classmethod
     def _known(cls, v: str) -> str:
         if v not in PREDICATE_NAMES:
-            raise ValueError(f"unknown predicate {v[:64]!r}; known: {', '.join(PREDICATE_NAMES)}")
-        return v
-
-    @field_validator("args")
-    @classmethod
-    def _short(cls, v: tuple[str | float, ...]) -> tuple[str | float, ...]:
-        for a in v:
-            if isinstance(a, str) and len(a) > 64:
-                raise ValueError(f"predicate argument {a[:64]!r}... is longer than 64 characters")
+            raise ValueError(f"unknown predicate {v!r}; known: {', '.join(PREDICATE_NAMES)}")
         return v
 
     def __str__(self) -> str:
@@ -230,7 +277,8 @@ class SceneSpec(_Model):
     objects: tuple[ObjectSpec, ...] = Field(max_length=64)
     fixtures: tuple[FixtureSpec, ...] = Field((), max_length=16)
     goal: tuple[Predicate, ...] = Field(max_length=32)
-    factors: dict[FactorGroup, dict[str, Any]] = Field(default_factory=dict)
+    # factor name → value (a number, a bool, a `Word`, None, or lists and mappings of them)
+    factors: dict[FactorGroup, WordKeyed] = Field(default_factory=dict)
     seed: int = Field(0, ge=-(2**63), lt=2**63)
     max_steps: int = Field(300, gt=0, le=100_000)  # control steps (20 Hz) the episode may take
     libero: LiberoRef | None = None
@@ -258,6 +306,8 @@ class SceneSpec(_Model):
             raise ValueError("a LIBERO scene (`libero` set) runs in LIBERO's world, which takes no "
                              "`conditions`")
         for group, values in self.factors.items():
+            for name, value in values.items():
+                _check_words(value, f"factors.{group}.{name}")
             if len(values) > 64 or len(json.dumps(values, allow_nan=False, default=str)) > 10_000:
                 raise ValueError(f"factors[{group!r}] is too large (at most 64 factors, 10 kB of JSON)")
         return self
