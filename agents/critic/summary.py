@@ -19,6 +19,7 @@ from agents.critic.contrast import Contrast, contrasts
 from agents.critic.events import DT, carry_events, joint_events
 from agents.critic.factors import FactorReading, read_factors
 from agents.critic.geometry import carry_numbers, joint_numbers
+from agents.llm.untrusted import untrusted
 from programs.factor_space import reference_schema
 from sim.episode import Episode
 from sim.factors import FactorDef
@@ -67,7 +68,7 @@ class FailureSummary(BaseModel):
     def text(self, brief: bool = False) -> str:
         """The summary as an LLM reads it; `brief` leaves out what a prompt states elsewhere (the task
         line and the unusual factor values), to save prompt tokens on small local models."""
-        lines = [] if brief else [f"Family {self.family}; instruction: \"{self.instruction}\"; "
+        lines = [] if brief else [f"Family {self.family}; instruction: \"{untrusted(self.instruction)}\"; "
                                   f"{'succeeded' if self.success else 'failed'} after {self.steps} steps "
                                   f"({self.steps * DT:.1f} s); failing phase: {self.failing_phase}."]
         spans = ", ".join(f"{p.phase} {p.start * DT:.1f}-{p.end * DT:.1f} s" for p in self.timeline)
@@ -78,11 +79,13 @@ class FailureSummary(BaseModel):
         telling = sorted((c for c in self.contrast.values() if c.gap > 0), key=lambda c: -c.gap)[:3]
         if telling:
             lines.append("Across this round's other episodes of the family: " + "; ".join(
-                f"with {c.name} like here {c.near_failed}/{c.near} failed, otherwise {c.far_failed}/{c.far}"
+                f"with {untrusted(c.name)} like here {c.near_failed}/{c.near} failed, "
+                f"otherwise {c.far_failed}/{c.far}"
                 for c in telling) + ".")
         odd = [f for f in self.factors if f.note and f.live]
         if odd and not brief:
-            lines.append("Unusual factor values: " + "; ".join(f"{f.name} = {_fmt(f.value)} ({f.note})"
+            lines.append("Unusual factor values: " + "; ".join(f"{untrusted(f.name)} = "
+                                                              f"{untrusted(_fmt(f.value))} ({f.note})"
                                                               for f in odd) + ".")
         return "\n".join(lines)
 

@@ -19,6 +19,8 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
+from agents.llm.untrusted import summarise_errors
+
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_MAX_TOKENS = 512  # generous for a structured diagnosis; callers raise it for program text
@@ -57,7 +59,7 @@ class LLMOutputError(LLMError):
     def feedback(self) -> str:
         """A message to append to the next attempt's prompt."""
         return (
-            f"Your previous answer could not be used ({self.problem}: {self.detail}).\n"
+            f"Your previous answer could not be used ({self.problem}: {summarise_errors(self.detail)}).\n"
             f"Previous answer:\n{_clip(self.raw, 2000)}\nAnswer again, following the schema exactly."
         )
 

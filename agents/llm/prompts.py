@@ -8,6 +8,10 @@ A template defines a `user` block and optionally a `system` block:
 
 Shared wording goes in a base template (`{% extends "_critic.j2" %}`); names starting with `_` are
 partials, not prompts.
+
+Every variable that carries text from outside the engine's code (a scene's, an LLM's, an error's) is
+written `{{ x | untrusted }}` (`agents.llm.untrusted`: escaped onto one line, capped at `TEXT_CHARS`), or
+`{{ feedback | untrusted(FEEDBACK_CHARS) }}`; `tests/agents/test_prompt_quoting.py` holds each prompt to it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 import jinja2
 
+from agents.llm.untrusted import FEEDBACK_CHARS, TEXT_CHARS, untrusted
 from common.registry import Registry
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"  # agents/prompts
@@ -48,8 +53,10 @@ class PromptLibrary:
             keep_trailing_newline=False,
             trim_blocks=True,
             lstrip_blocks=True,
-            autoescape=False,  # prompts are plain text, not HTML
+            autoescape=False,  # prompts are plain text, not HTML: text from outside goes through `untrusted`
         )
+        self._env.filters["untrusted"] = untrusted
+        self._env.globals.update(TEXT_CHARS=TEXT_CHARS, FEEDBACK_CHARS=FEEDBACK_CHARS)
         self._names: Registry[Path] = Registry("prompt")
         for path in sorted(self.root.glob("*.j2")):
             if not path.name.startswith("_"):

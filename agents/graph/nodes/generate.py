@@ -3,12 +3,13 @@
 A slot's program runs in the sandbox on factors drawn from its schema; the scenes then face the validity
 checks (overlap, settling, reach, the scripted expert solves it — whose trajectory becomes a
 demonstration). When the writer fails (an expected failure: `agent_failures`), its program fails its
-static checks, raises in the sandbox, or yields too few valid scenes, the exact error goes back to the
-writer (routing loops validate → generate) at most `max_retries` times — at most 1 + max_retries writer (so
-LLM) calls per slot, this being the only retry loop; then the slot is reported failed, with the kind of its
-last error, and the shortfall is made up from the family's seed program so every method keeps the same
-generation budget. Methods without a writer retry the same program with fresh seeds. Accepted scenes are
-never dropped by a retry. Anything else a writer raises is a bug: it stops the run, naming the slot.
+static checks, raises in the sandbox, or yields too few valid scenes, the exact error (a long one
+summarised: `agents.llm.untrusted.summarise_errors`) goes back to the writer (routing loops validate →
+generate) at most `max_retries` times — at most 1 + max_retries writer (so LLM) calls per slot, this being
+the only retry loop; then the slot is reported failed, with the kind of its last error, and the shortfall
+is made up from the family's seed program so every method keeps the same generation budget. Methods
+without a writer retry the same program with fresh seeds. Accepted scenes are never dropped by a retry.
+Anything else a writer raises is a bug: it stops the run, naming the slot.
 """
 
 from __future__ import annotations
@@ -31,10 +32,14 @@ from agents.graph.nodes.arms import (
 )
 from agents.graph.nodes.work import agent_failures, error_text, generate_scenes, raised_in, validate_scenes
 from agents.graph.state import RoundState, Slot, SlotFailure, new_slot, slot_key
+from agents.llm.untrusted import summarise_errors
 
 
 def _retry_or_fail(slot: Slot, error: str, failure: SlotFailure, max_retries: int) -> None:
-    slot["error"], slot["failure"] = error, failure
+    # the error is what the writer's next prompt quotes: a validation error of thousands of entries (a
+    # program's `SceneSpec.model_construct` skips validation in the sandbox) arrives as its count and
+    # first few
+    slot["error"], slot["failure"] = summarise_errors(error), failure
     slot["status"] = "failed" if slot["attempts"] > max_retries else "retry"
 
 
