@@ -178,7 +178,7 @@ def run_program(env: Environment, source: str, factors: dict[str, Any], seed: in
     hits: list[str] = []
     if time_limits:
         _arm_time_limits(limits, hits)
-    policy.arm(code)
+    policy.arm(code, namespace)
     result: bytes | dict[str, Any]
     try:
         exec(code, namespace)

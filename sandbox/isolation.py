@@ -1,10 +1,14 @@
-"""Process-level isolation for task processes: namespaces, rlimits, privilege drop, a seccomp filter.
+"""Process-level isolation for task processes: namespaces, rlimits, privilege drop (the seccomp filter is
+`sandbox.seccomp`).
 
 Everything here is best effort and probed at run time: each step reports whether it took effect, and
 the Python-level layers (restricted builtins, attribute guard, audit hook) apply regardless. Nothing
-needs root: a network namespace comes from an unprivileged user namespace where the kernel allows it,
-and seccomp only needs `PR_SET_NO_NEW_PRIVS`. The seccomp filter is hand-assembled classic BPF, loaded
-with ctypes (no dependency).
+needs root: the namespaces come from an unprivileged user namespace where the kernel allows it.
+
+Two sets of namespaces: the warm worker's own (network, IPC), made once; and each task's (PID, IPC, UTS),
+made fresh for every task by the throwaway process that forks it (`enter_task_namespaces`): the task is
+pid 1 of a namespace holding nothing else (no other process to name, signal or renice, and all of it dies
+with it), its SysV/POSIX IPC objects vanish with it, and its host name is "sandbox", not the host's.
 """
 
 from __future__ import annotations
@@ -13,37 +17,21 @@ import contextlib
 import ctypes
 import math
 import os
-import platform
 import resource
+import signal
 from typing import Any
 
 from sandbox.config import SandboxLimits
 
+CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_SECCOMP = 22
-SECCOMP_MODE_FILTER = 2
-_RET_ALLOW = 0x7FFF0000
-_RET_KILL_PROCESS = 0x80000000
-_RET_EPERM = 0x00050000 | 1  # SECCOMP_RET_ERRNO | EPERM
-_AUDIT_ARCH_X86_64 = 0xC000003E
-_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
-
-# x86_64 syscalls a generation program never needs: network, new processes/programs, other processes'
-# memory, namespaces, mounts, kernel modules, raising limits, io_uring (which bypasses seccomp).
-_DENY_X86_64 = (
-    41, 42, 43, 49, 50, 53, 288,  # socket connect accept bind listen socketpair accept4
-    56, 57, 58, 59, 322, 435,  # clone fork vfork execve execveat clone3
-    101, 310, 311,  # ptrace process_vm_readv process_vm_writev
-    272, 308, 165, 166, 155, 161,  # unshare setns mount umount2 pivot_root chroot
-    321, 298, 250, 248, 249, 323,  # bpf perf_event_open keyctl add_key request_key userfaultfd
-    425, 426, 427, 160, 135,  # io_uring_setup/enter/register setrlimit personality
-    175, 313, 176, 246, 320, 169, 167, 168, 303, 304,  # modules kexec reboot swap *_by_handle_at
-)
-_SIGNAL_SELF_ONLY = (62, 200, 234)  # kill tkill tgkill: allowed only when the first argument is our pid
-_PRLIMIT64 = 302  # allowed only as a query (new_limit == NULL): glibc's getrlimit uses it
+PR_SET_PDEATHSIG = 1
+# each task's own namespaces, by the name `SandboxPool.isolation` reports them under
+TASK_NAMESPACES = {"pidns": CLONE_NEWPID, "ipcns": CLONE_NEWIPC, "utsns": CLONE_NEWUTS}
+TASK_HOSTNAME = b"sandbox"
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -53,6 +41,7 @@ def _libc() -> ctypes.CDLL | None:
         return None
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     libc.unshare.argtypes = [ctypes.c_int]
+    libc.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     return libc
 
 
@@ -144,54 +133,51 @@ def drop_privileges(uid: int | None) -> bool:
     return True
 
 
-def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> tuple[int, int, int, int]:
-    return (code, jt, jf, k)
-
-
-def _allow_if(nr: int, conds: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
-    """`nr` is allowed only if every (offset, value) 32-bit word of seccomp_data matches, else EPERM."""
-    length = 1 + 2 * len(conds) + 2
-    block = [_bpf(_JEQ, nr, 0, length - 1)]
-    for j, (offset, value) in enumerate(conds):
-        pos = 2 + 2 * j
-        block += [_bpf(_LD_ABS, offset), _bpf(_JEQ, value, 0, (length - 1) - pos - 1)]
-    return block + [_bpf(_RET, _RET_ALLOW), _bpf(_RET, _RET_EPERM)]
-
-
-def seccomp_program(pid: int) -> list[tuple[int, int, int, int]]:
-    """The BPF filter for x86_64 as (code, jt, jf, k) tuples; `pid` is the only signal target allowed."""
-    prog = [_bpf(_LD_ABS, 4), _bpf(_JEQ, _AUDIT_ARCH_X86_64, 1, 0), _bpf(_RET, _RET_KILL_PROCESS),
-            _bpf(_LD_ABS, 0), _bpf(_JGE, 0x40000000, 0, 1), _bpf(_RET, _RET_EPERM)]  # x32 ABI: refuse
-    for nr in _DENY_X86_64:
-        prog += [_bpf(_JEQ, nr, 0, 1), _bpf(_RET, _RET_EPERM)]
-    for nr in _SIGNAL_SELF_ONLY:
-        prog += _allow_if(nr, [(16, pid & 0xFFFFFFFF)])  # a skipped block leaves nr in the accumulator
-    prog += _allow_if(_PRLIMIT64, [(32, 0), (36, 0)])  # args[2] (new_limit) must be NULL
-    return prog + [_bpf(_RET, _RET_ALLOW)]
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
-                ("k", ctypes.c_uint)]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
-
-
-def seccomp_supported() -> bool:
-    return platform.machine() == "x86_64" and _libc() is not None
-
-
-def install_seccomp() -> bool:
-    """Load the filter into this process (irreversible, inherited by any child). False if unsupported."""
-    if not seccomp_supported():
-        return False
+def enter_task_namespaces(names: frozenset[str] | set[str]) -> None:
+    """Move this process into fresh `names` namespaces (keys of `TASK_NAMESPACES`) before it forks a task;
+    a new PID namespace takes effect for the next child, which becomes its pid 1. Raises OSError: a
+    namespace the worker's probe found working must work here too, or the task does not run."""
+    if not names:
+        return
     libc = _libc()
-    assert libc is not None
-    prog = seccomp_program(os.getpid())
-    filters = (_SockFilter * len(prog))(*[_SockFilter(c, jt, jf, k) for c, jt, jf, k in prog])
-    fprog = _SockFprog(len(prog), filters)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        return False
-    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) == 0
+    if libc is None:
+        raise OSError("libc unavailable")
+    flags = 0
+    for name in names:
+        flags |= TASK_NAMESPACES[name]
+    if libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), f"unshare of the task namespaces {sorted(names)} failed")
+    if "utsns" in names and libc.sethostname(TASK_HOSTNAME, len(TASK_HOSTNAME)) != 0:
+        raise OSError(ctypes.get_errno(), "sethostname in the task's UTS namespace failed")
+
+
+def _task_namespace_works(name: str) -> bool:
+    enter_task_namespaces({name})
+    if name != "pidns":
+        return True
+    pid = os.fork()  # the first child of the new namespace must be its pid 1
+    if pid == 0:
+        os._exit(0 if os.getpid() == 1 else 1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def probe_task_namespaces() -> frozenset[str]:
+    """Which of `TASK_NAMESPACES` this process can make for its tasks, each tried in a throwaway child."""
+    works = set()
+    for name in TASK_NAMESPACES:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os._exit(0 if _task_namespace_works(name) else 1)
+            except BaseException:
+                os._exit(1)
+        if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0:
+            works.add(name)
+    return frozenset(works)
+
+
+def die_with_parent() -> bool:
+    """SIGKILL this process when the process that forked it dies (set after the uid drop, which clears
+    it): a backstop to the process-group kill of the pool."""
+    libc = _libc()
+    return libc is not None and libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from sandbox.config import PoolConfig, SandboxLimits
 from sandbox.policy import check_source
 from sandbox.protocol import FrameError, FrameTimeout, read_frame, read_json, write_json
-from sandbox.results import SandboxError, SandboxResult
+from sandbox.results import ErrorKind, SandboxError, SandboxResult, cut, summarise_validation
 from sim.scene import SceneSpec
 
 _ROOT = str(Path(__file__).resolve().parent.parent)
@@ -302,38 +302,74 @@ def _non_finite(name: str) -> float:
     raise _NonFinite(f"non-finite number {name} in the result (NaN and Infinity are refused)")
 
 
-def _to_result(header: dict[str, Any], payload: bytes | None, limits: SandboxLimits) -> SandboxResult:
-    """Turn a worker header + task payload into a validated `SandboxResult`."""
+class _Unreadable(ValueError):
+    """The task's answer cannot be read: the result this becomes."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _answer(payload: bytes | None) -> dict[str, Any]:
+    """The task's own answer, parsed with NaN/Infinity refused; {} when it sent none."""
+    if payload is None:
+        return {}
     try:
-        if header.get("error"):
-            err = header["error"]
-            return SandboxResult.failure(err["kind"], str(err["message"])[:2000])
-        data = json.loads(payload or b"", parse_constant=_non_finite)
+        data = json.loads(payload, parse_constant=_non_finite)
         if not isinstance(data, dict):
             raise ValueError("the answer is not a JSON object")
-        if payload and _SURROGATE.search(payload):  # text that cannot be written back out as UTF-8
-            data = _scrub(data)
-        stdout = str(data.get("stdout", ""))[: limits.max_output_chars + 200]
+        return _scrub(data) if _SURROGATE.search(payload) else data  # text that cannot be written as UTF-8
     except RecursionError:
-        return SandboxResult.failure("invalid_output", "the result is nested too deeply to read")
-    except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as err:
-        return SandboxResult.failure("invalid_output" if isinstance(err, _NonFinite) else "crashed",
-                                     f"malformed answer from the sandbox worker: "
-                                     f"{str(err)[:300] or type(err).__name__}")
-    if data.get("ok") is True:
-        try:
-            raw = data.get("scenes", [])
-            if not isinstance(raw, list):
-                raise TypeError("scenes must be a list")
-            scenes = [SceneSpec.model_validate(s) for s in raw]
-        except (ValidationError, TypeError, RecursionError) as err:
-            return SandboxResult.failure("invalid_output", f"generate() returned an invalid scene: {err}",
-                                         stdout=stdout)
-        if not scenes:
-            return SandboxResult.failure("invalid_output", "generate() returned no scenes", stdout=stdout)
-        return SandboxResult(scenes=scenes, stdout=stdout)
+        raise _Unreadable("invalid_output", "the result is nested too deeply to read") from None
+    except _NonFinite as err:
+        raise _Unreadable("invalid_output", f"malformed answer from the sandbox worker: {err}") from None
+    except (ValueError, TypeError) as err:
+        raise _Unreadable("crashed", f"malformed answer from the sandbox worker: "
+                          f"{str(err)[:300] or type(err).__name__}") from None
+
+
+def _error(raw: Any, stdout: str, where: str) -> SandboxResult:
+    """An error the worker (its verdict) or the task (its own answer) reported; every text is cut to the
+    bounds of `SandboxError`."""
     try:
-        return SandboxResult(error=SandboxError.model_validate(data.get("error")), stdout=stdout)
+        if not isinstance(raw, dict):
+            raise TypeError(f"the error is a {type(raw).__name__}, not an object")
+        fields = {k: raw[k] for k in ("kind", "message", "line", "traceback") if raw.get(k) is not None}
+        fields.setdefault("traceback", fields.get("message", ""))
+        return SandboxResult(error=SandboxError.model_validate(fields), stdout=stdout)
     except ValidationError as err:
-        return SandboxResult.failure("crashed", f"malformed error from the task process: {err}",
-                                     stdout=stdout)
+        message = f"malformed error from the {where}: {summarise_validation(err)}"
+        return SandboxResult.failure("crashed", message, stdout=stdout)
+    except TypeError as err:
+        return SandboxResult.failure("crashed", f"malformed error from the {where}: {err}", stdout=stdout)
+
+
+def _to_result(header: dict[str, Any], payload: bytes | None, limits: SandboxLimits) -> SandboxResult:
+    """Turn a worker header + task payload into a validated `SandboxResult`. With an error in the header
+    (the worker's verdict), the payload only lends the program's output."""
+    verdict = header.get("error")
+    try:
+        data = _answer(payload)
+    except _Unreadable as err:
+        if verdict:
+            return _error(verdict, "", "sandbox worker")
+        return SandboxResult.failure(err.kind, str(err))
+    stdout = str(data.get("stdout", ""))[: limits.max_output_chars + 200]
+    if verdict:
+        return _error(verdict, stdout, "sandbox worker")
+    if data.get("ok") is not True:
+        return _error(data.get("error"), stdout, "task process")
+    try:
+        raw = data.get("scenes", [])
+        if not isinstance(raw, list):
+            raise TypeError("scenes must be a list")
+        scenes = [SceneSpec.model_validate(s) for s in raw]
+    except ValidationError as err:
+        return SandboxResult.failure("invalid_output", f"generate() returned an invalid scene: "
+                                     f"{summarise_validation(err)}", stdout=stdout)
+    except (TypeError, RecursionError) as err:
+        return SandboxResult.failure("invalid_output", f"generate() returned an invalid scene: "
+                                     f"{cut(str(err), 300)}", stdout=stdout)
+    if not scenes:
+        return SandboxResult.failure("invalid_output", "generate() returned no scenes", stdout=stdout)
+    return SandboxResult(scenes=scenes, stdout=stdout)

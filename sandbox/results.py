@@ -5,9 +5,9 @@ The error text is what an LLM sees on retry, so it is short and points at the pr
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sim.scene import SceneSpec
 
@@ -28,6 +28,29 @@ ErrorKind = Literal[
 REJECTED_KINDS: frozenset[str] = frozenset({"syntax", "rejected_import", "rejected_code"})
 
 
+# An error's text is cut (with a marker) rather than refused: a program decides how long its exception's
+# message is, and pydantic repeats what it was given.
+MAX_MESSAGE_CHARS = 2_000
+MAX_TRACEBACK_CHARS = 8_000
+ERRORS_SHOWN = 3  # validation errors a summary lists
+
+
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and a marker saying how many more were cut."""
+    return text if len(text) <= limit else f"{text[:limit]} [… {len(text) - limit:,} more characters cut]"
+
+
+def summarise_validation(err: ValidationError, shown: int = ERRORS_SHOWN) -> str:
+    """A pydantic error in one bounded line: the count and the first `shown` errors (where and what, never
+    the offending input, which a program chose)."""
+    errors = err.errors(include_url=False, include_input=False)
+    parts = [f"{cut('.'.join(map(str, e['loc'])) or '(top)', 120)}: {cut(str(e['msg']), 200)}"
+             for e in errors[:shown]]
+    more = f"; and {len(errors) - shown:,} more" if len(errors) > shown else ""
+    noun = "error" if len(errors) == 1 else "errors"
+    return f"{len(errors)} validation {noun} for {err.title} ({'; '.join(parts)}{more})"
+
+
 class SandboxError(BaseModel):
     """Why a program run failed: a kind, a one-line message, the program line and a short traceback."""
 
@@ -37,6 +60,16 @@ class SandboxError(BaseModel):
     message: str
     line: int | None = None  # 1-based line in the program source, when one is known
     traceback: str = ""  # program frames only ("line N, in fn" + source line), then the message
+
+    @field_validator("message", mode="before")
+    @classmethod
+    def _cut_message(cls, value: Any) -> Any:
+        return cut(value, MAX_MESSAGE_CHARS) if isinstance(value, str) else value
+
+    @field_validator("traceback", mode="before")
+    @classmethod
+    def _cut_traceback(cls, value: Any) -> Any:
+        return cut(value, MAX_TRACEBACK_CHARS) if isinstance(value, str) else value
 
     def __str__(self) -> str:
         where = f" (line {self.line})" if self.line else ""

@@ -18,7 +18,7 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from sandbox.policy import ALLOWED_MODULES, GUARD_NAME, PROGRAM_FILENAME, attr_allowed
+from sandbox.policy import ALLOWED_MODULES, GUARD_NAME, attr_allowed
 
 
 class SandboxViolation(BaseException):
@@ -33,8 +33,16 @@ class ImportRejected(ImportError):
 # "compile" only builds code (np.load parses .npy headers with ast.literal_eval); running code is the
 # "exec" event, allowed for the program's own module code only.
 _HARMLESS_EVENTS = frozenset({"builtins.id", "time.sleep", "array.__new__", "compile"})
-# What the hook's own work raises (the frame walk of `_program_line`); allowed while the hook runs.
+# What the hook's own work raises (the frame walk of `_program_line`); allowed while the hook runs. The walk
+# reads only unaudited frame attributes (`f_globals`, `f_lineno`, `f_back`): `f_code` raises
+# "object.__getattr__" on Python 3.11+, which the hook must go on denying to program code.
 _HOOK_OWN_EVENTS = frozenset({"sys._getframe"})
+# What a denial of these events says beyond naming them: what an honest program should do instead.
+_HINTS = {
+    "open": "a program may open files only inside its scratch directory, its working directory (use a "
+            "relative path such as 'layout.npy')",
+    "import": "a program may import only the allowed modules, at the top of the program",
+}
 # Callables a program must never hold, even when some public attribute happens to reference them.
 _DANGEROUS_MODULES = ("os", "posix", "sys", "io", "_io", "marshal", "gc", "signal", "subprocess",
                       "importlib", "ctypes", "_ctypes", "socket", "_socket", "pickle", "_pickle", "shutil")
@@ -76,11 +84,14 @@ class CappedText:
         return text + (f"\n... [{self.dropped} characters of output dropped]" if self.dropped else "")
 
 
-def _program_line() -> int | None:
-    """The innermost line of the program on the current stack (called with the hook quiet)."""
+def _program_line(program_globals: Any) -> int | None:
+    """The innermost line of the program on the current stack: a frame whose globals are the program's
+    namespace (its module code and every function it defined)."""
+    if program_globals is None:
+        return None
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_filename == PROGRAM_FILENAME:
+        if frame.f_globals is program_globals:
             return frame.f_lineno
         frame = frame.f_back
     return None
@@ -97,11 +108,14 @@ class AuditPolicy:
         self.armed = False
         self.denials: list[tuple[str, int | None]] = []
         self._program_code: Any = None
+        self._program_globals: Any = None
         self._trusted = False
         self._busy = False
 
-    def arm(self, program_code: Any) -> None:
-        self._program_code, self.armed = program_code, True
+    def arm(self, program_code: Any, program_globals: dict[str, Any] | None = None) -> None:
+        """Start denying: `program_code` is the one code object that may be executed, `program_globals`
+        the namespace it runs in (how a denial finds the program's line)."""
+        self._program_code, self._program_globals, self.armed = program_code, program_globals, True
 
     @contextlib.contextmanager
     def trusted(self) -> Iterator[None]:
@@ -116,7 +130,7 @@ class AuditPolicy:
         """Record a denial (with the program line) and return the exception to raise."""
         was_busy, self._busy = self._busy, True
         try:
-            self._record(message, _program_line())
+            self._record(message, _program_line(self._program_globals))
         finally:
             self._busy = was_busy
         return SandboxViolation(message)
@@ -171,8 +185,10 @@ class AuditPolicy:
         finally:
             self._busy = False
         if not allowed:
-            target = f" on {args[0]!r}" if args and isinstance(args[0], (str, bytes, int)) else ""
-            raise self.deny(f"the sandbox denied {event!r}{target}")
+            shown = _shown_arg(args[0]) if args else ""
+            target = f" on {shown}" if shown else ""
+            hint = f": {_HINTS[event]}" if event in _HINTS else ""
+            raise self.deny(f"the sandbox denied {event!r}{target}{hint}")
 
 
 class Environment:
@@ -308,6 +324,15 @@ class Environment:
             return mod if items else modules[name.split(".")[0]]
 
         return import_
+
+
+def _shown_arg(arg: Any) -> str:
+    """An event's first argument for a message, when it is a plain path, name or number (no program code
+    runs: exact types only), at most 200 characters."""
+    if type(arg) in (str, bytes, int):
+        text = repr(arg)
+        return text if len(text) <= 200 else text[:200] + "…"
+    return ""
 
 
 def _shown(name: Any) -> str:

@@ -1,40 +1,30 @@
-"""The warm worker process: imports numpy and the scene types once, then forks one task process per
-program, so every program starts from the same clean, warm state and nothing it does outlives it.
+"""The warm worker process: imports numpy and the scene types once, then, for each request, forks a
+throwaway session (`sandbox.session`) before the request is read; the session forks the task process. So
+every program starts from the same clean, warm state, nothing it does outlives it, and the worker never
+holds a request or a result that a later task could find in the memory it inherits.
 
 Started by `SandboxPool` as `python -I -c <bootstrap> FD_IN FD_OUT SCRATCH_ROOT DROP_UID BOUNDARY` (BOUNDARY:
 "boundary" or "no-boundary", whether to set up `sandbox.fsview` in task processes) with a minimal
 environment. Protocol (length-prefixed JSON, see `sandbox.protocol`): the worker sends `{"ready": ...}`,
 then for each request `{"id", "source", "factors", "seed", "limits"}` it answers with a header
-`{"id", "error": null | {kind, message}, "payload": bool, "cpu_s", "maxrss_mb"}`, followed by the task
-process's own payload frame when `payload` is true. The parent re-validates everything.
+`{"id", "error": null | {kind, message, line?, traceback?}, "payload": bool, "cpu_s", "maxrss_mb"}`,
+followed by the task process's own payload frame when `payload` is true (with an error, for the program's
+output only). The parent re-validates everything.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import shutil
-import signal
 import sys
 import tempfile
-import time
 import warnings
-from typing import Any, NoReturn
+from typing import Any
 
-from sandbox import fsview, isolation
+from sandbox import fsview, isolation, seccomp
 from sandbox.config import SandboxLimits
-from sandbox.protocol import (
-    FrameError,
-    FrameTimeout,
-    FrameTooLarge,
-    read_frame,
-    read_json,
-    write_frame,
-    write_json,
-)
-
-REQUEST_CAP = 16_000_000
+from sandbox.protocol import write_json
+from sandbox.session import EXIT_PIPE_CLOSED, WorkerState, run_session
 
 _WARMUP = '''
 import math
@@ -81,112 +71,8 @@ def _load(scratch_root: str) -> Any:
 def _probe_seccomp() -> bool:
     pid = os.fork()
     if pid == 0:
-        os._exit(0 if isolation.install_seccomp() else 1)
+        os._exit(0 if seccomp.install_seccomp() else 1)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
-
-
-def _enter_view(limits: SandboxLimits, scratch: str, drop_uid: int | None, boundary: dict[str, Any],
-                read: tuple[str, ...]) -> None:
-    """The kernel boundary of a task process, in order: a private size-limited tmpfs scratch (needs the
-    worker's privileges), rlimits, the uid drop, the Landlock view, then seccomp. A part the worker's probe
-    found working must work here too (else the task does not run)."""
-    if boundary["scratch_quota"]:
-        fsview.mount_scratch(scratch, max_bytes=limits.max_scratch_bytes, max_files=limits.max_scratch_files,
-                             uid=drop_uid)
-    os.chdir(scratch)
-    isolation.apply_limits(limits)
-    isolation.drop_privileges(drop_uid)
-    if boundary["landlock"]:
-        fsview.restrict(fsview.View(read=read, scratch=scratch))
-    isolation.install_seccomp()
-
-
-def _task_process(request: dict[str, Any], limits: SandboxLimits, scratch: str, wfd: int, report_fd: int,
-                  drop_uid: int | None, env: Any, boundary: dict[str, Any],
-                  read: tuple[str, ...]) -> NoReturn:
-    from sandbox.execute import TimeLimitExceeded, run_program
-    from sandbox.runtime import AuditPolicy
-
-    try:
-        keep = sorted((wfd, report_fd))
-        os.closerange(3, keep[0])  # the parent's pipes must be out of reach
-        os.closerange(keep[0] + 1, keep[1])
-        os.closerange(keep[1] + 1, 1 << 16)
-        os.set_blocking(report_fd, False)  # a flood of denials must never block the task on a full pipe
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        os.close(devnull)
-        _enter_view(limits, scratch, drop_uid, boundary, read)
-        layers = request.get("python_layers", True) is not False
-        policy = AuditPolicy(scratch, report_fd=report_fd)
-        if layers:
-            sys.addaudithook(policy)
-        payload = run_program(env, str(request["source"]), dict(request.get("factors") or {}),
-                              int(request.get("seed", 0)), limits, policy, python_layers=layers)
-    except BaseException as err:  # a failure of the sandbox itself, not of the program
-        error = {"kind": "crashed", "message": f"sandbox setup failed: {type(err).__name__}: {err}",
-                 "line": None, "traceback": ""}
-        if isinstance(err, TimeLimitExceeded):  # the limit fired while the sandbox was reporting
-            error.update(kind="timeout", message=str(err))
-        payload = json.dumps({"ok": False, "stdout": "", "error": error}).encode()
-    try:
-        write_frame(wfd, payload)
-    finally:
-        os._exit(0)
-
-
-def _classify_death(status: int, cpu_s: float, limits: SandboxLimits) -> dict[str, str]:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_s >= math.ceil(limits.cpu_s)):
-            return {"kind": "timeout", "message": f"CPU time limit of {math.ceil(limits.cpu_s)} s exceeded"}
-        if sig == signal.SIGSYS:
-            return {"kind": "forbidden", "message": "the program made a forbidden system call"}
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        note = " (possibly out of memory)" if sig == signal.SIGKILL else ""
-        return {"kind": "crashed", "message": f"the task process died from {name}{note}"}
-    code = os.waitstatus_to_exitcode(status)
-    return {"kind": "crashed", "message": f"the task process exited with status {code} without a result"}
-
-
-def _denials(fd: int) -> list[str]:
-    """What the task's audit hook reported as it happened (read after the task has exited)."""
-    data = b""
-    try:
-        while len(data) < 65_536 and (chunk := os.read(fd, 65_536)):
-            data += chunk
-    finally:
-        os.close(fd)
-    return [line.split("\t", 1)[-1] for line in data.decode("utf-8", "replace").splitlines() if line]
-
-
-def _collect(pid: int, rfd: int, limits: SandboxLimits,
-             started: float) -> tuple[dict[str, Any], bytes | None]:
-    cap = limits.max_result_bytes + 4 * limits.max_output_chars + 65_536
-    payload, error = None, None
-    try:
-        # The task's own SIGALRM fires at wall_s and reports the line; this kill is the backstop.
-        payload = read_frame(rfd, cap=cap, deadline=started + limits.wall_s + 1.0)
-    except FrameTimeout:
-        os.kill(pid, signal.SIGKILL)
-        error = {"kind": "timeout", "message": f"wall-clock limit of {limits.wall_s:g} s exceeded"}
-    except FrameTooLarge:
-        os.kill(pid, signal.SIGKILL)
-        error = {"kind": "output_too_large", "message": f"the result exceeds {cap} bytes"}
-    except FrameError:
-        pass
-    finally:
-        os.close(rfd)
-    _, status, usage = os.wait4(pid, 0)
-    cpu = usage.ru_utime + usage.ru_stime
-    if error is None and payload is not None and not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
-        payload = None  # a result counts only from a task process that then exited cleanly
-    if payload is None and error is None:
-        error = _classify_death(status, cpu, limits)
-    header = {"error": error, "payload": payload is not None, "cpu_s": round(cpu, 4),
-              "maxrss_mb": round(usage.ru_maxrss / 1024, 1)}
-    return header, payload
 
 
 def _probe_boundary(scratch_root: str, drop_uid: int | None, read: tuple[str, ...]) -> dict[str, Any]:
@@ -231,35 +117,19 @@ def _probe_boundary(scratch_root: str, drop_uid: int | None, read: tuple[str, ..
     return {"scratch_quota": quota, "landlock": abi if landlock else 0}
 
 
-def _serve(request: dict[str, Any], fd_out: int, scratch_root: str, drop_uid: int | None, env: Any,
-           boundary: dict[str, Any], read: tuple[str, ...]) -> None:
-    limits = SandboxLimits(**request["limits"])
-    scratch = tempfile.mkdtemp(prefix="task-", dir=scratch_root)
-    if drop_uid is not None and os.geteuid() == 0:
-        os.chown(scratch, drop_uid, drop_uid)
-    rfd, wfd = os.pipe()
-    report_r, report_w = os.pipe()
-    started = time.monotonic()
+def _session(fd_in: int, fd_out: int, state: WorkerState) -> int:
+    """Fork the session that reads, runs and answers the next request; its exit status, once it is done."""
+    worker = os.getpid()
     pid = os.fork()
     if pid == 0:
-        os.close(rfd)
-        os.close(report_r)
-        _task_process(request, limits, scratch, wfd, report_w, drop_uid, env, boundary, read)
-    os.close(wfd)
-    os.close(report_w)
-    try:
-        header, payload = _collect(pid, rfd, limits, started)
-        denied = _denials(report_r)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    if denied and (header["error"] or {}).get("kind") != "forbidden":
-        # decided here, outside the task: whatever the task's own frame says, a denial makes it forbidden
-        more = f" (and {len(denied) - 1} more denied operations)" if len(denied) > 1 else ""
-        header = {**header, "error": {"kind": "forbidden", "message": denied[0] + more}, "payload": False}
-        payload = None
-    write_json(fd_out, {"id": request.get("id"), **header})
-    if payload is not None:
-        write_frame(fd_out, payload)
+        code = 1
+        try:  # a session that outlived its worker would answer for a worker the pool thinks is there
+            isolation.die_with_parent()
+            if os.getppid() == worker:
+                code = run_session(fd_in, fd_out, state)
+        finally:
+            os._exit(code)  # never back into this loop, whatever happened
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -273,17 +143,13 @@ def main(argv: list[str] | None = None) -> None:
     wanted = len(args) < 5 or args[4] != "no-boundary"
     boundary = _probe_boundary(scratch_root, drop_uid, read) if wanted else {"scratch_quota": False,
                                                                              "landlock": 0}
+    per_task = isolation.probe_task_namespaces()
+    state = WorkerState(scratch_root=scratch_root, drop_uid=drop_uid, env=env, boundary=boundary, read=read,
+                        task_namespaces=per_task)
     info = {**namespaces, "seccomp": _probe_seccomp(),
             "drop_privileges": drop_uid is not None and os.geteuid() == 0, **boundary,
+            **{name: name in per_task for name in isolation.TASK_NAMESPACES}, "fresh_session": True,
             "readable": list(read)}
     write_json(fd_out, {"ready": True, "pid": os.getpid(), "isolation": info})
-    while True:
-        try:
-            request = read_json(fd_in, cap=REQUEST_CAP)
-        except FrameError:  # the parent closed the pipe: shut down
-            return
-        try:
-            _serve(request, fd_out, scratch_root, drop_uid, env, boundary, read)
-        except Exception as err:  # report and stay alive; the parent decides whether to replace us
-            error = {"kind": "crashed", "message": f"sandbox worker error: {type(err).__name__}: {err}"}
-            write_json(fd_out, {"id": request.get("id"), "error": error, "payload": False})
+    while _session(fd_in, fd_out, state) != EXIT_PIPE_CLOSED:
+        pass

@@ -35,3 +35,15 @@ def _scene(instruction="lift the cube"):
 def body(code: str) -> str:
     """Wrap statements (4-space indented) into `generate` that ends by returning a valid scene."""
     return SCENE + "\n\ndef generate(rng, **factors):\n" + code.rstrip() + "\n    return _scene()\n"
+
+
+# Full Python only (a pool with `python_layers=False`): writes PAYLOAD (an expression giving bytes) as a
+# result frame on every blocking descriptor (the result pipe), then exits.
+FORGE = "import os, json\nfrom sandbox.protocol import write_frame\n" + body('''
+    for fd in range(3, 64):
+        try:
+            if os.get_blocking(fd):
+                write_frame(fd, PAYLOAD)
+        except OSError:
+            pass
+    os._exit(0)''')

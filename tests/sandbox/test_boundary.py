@@ -23,7 +23,7 @@ from sandbox import PoolConfig, SandboxLimits, SandboxPool
 from sandbox.pool import SandboxTask
 from sandbox.runtime import AuditPolicy, SandboxViolation
 from tests.sandbox.conftest import TEST_LIMITS, assert_alive
-from tests.sandbox.programs import OK_PROGRAM, body
+from tests.sandbox.programs import FORGE, OK_PROGRAM, body
 
 ROOT = Path(__file__).resolve().parents[2]
 NP = "import numpy as np\n"
@@ -138,17 +138,6 @@ def test_keyword_escapes_are_refused(pool: SandboxPool, code: str, kind: str) ->
 
 
 # ---- the OS boundary alone: full code execution inside the task -------------------------------------------
-# writes PAYLOAD as a result frame on every blocking descriptor (the result pipe), then exits
-FORGE = "import os, json\nfrom sandbox.protocol import write_frame\n" + body('''
-    for fd in range(3, 64):
-        try:
-            if os.get_blocking(fd):
-                write_frame(fd, PAYLOAD)
-        except OSError:
-            pass
-    os._exit(0)''')
-
-
 BOUNDARY_LIMITS = SandboxLimits(cpu_s=2, wall_s=6, memory_mb=256, max_file_bytes=2_000_000,
                                 max_scratch_bytes=4_000_000, max_scratch_files=32)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import isolation
+from sandbox import seccomp
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,12 +26,12 @@ def _run(code: str) -> str:
     return proc.stdout
 
 
-@pytest.mark.skipif(not isolation.seccomp_supported(), reason="seccomp filter is x86_64 only")
+@pytest.mark.skipif(not seccomp.seccomp_supported(), reason="seccomp filter is x86_64 only")
 def test_seccomp_blocks_processes_network_and_signals_to_others() -> None:
     out = _run("""
         import os, socket
-        from sandbox import isolation
-        assert isolation.install_seccomp()
+        from sandbox import isolation, seccomp
+        assert seccomp.install_seccomp()
         def attempt(name, fn):
             try:
                 fn()
@@ -51,7 +51,7 @@ def test_seccomp_blocks_processes_network_and_signals_to_others() -> None:
 
 
 def test_seccomp_program_shape() -> None:
-    prog = isolation.seccomp_program(1234)
+    prog = seccomp.seccomp_program(1234)
     assert prog[-1] == (0x06, 0, 0, 0x7FFF0000)  # default: allow
     assert all(0 <= jt < 256 and 0 <= jf < 256 for _, jt, jf, _ in prog)
     assert len(prog) < 4096
@@ -70,7 +70,7 @@ def test_network_namespace_has_no_route_to_the_host(as_nobody: bool) -> None:
     try:
         out = _run(f"""
             import socket
-            from sandbox import isolation
+            from sandbox import isolation, seccomp
             if {as_nobody}:
                 import ctypes
                 "localhost".encode("idna")  # load the codec while the interpreter's files are readable
@@ -100,7 +100,7 @@ def test_network_namespace_has_no_route_to_the_host(as_nobody: bool) -> None:
 
 def test_address_space_limit() -> None:
     out = _run("""
-        from sandbox import isolation
+        from sandbox import isolation, seccomp
         from sandbox.config import SandboxLimits
         isolation.apply_limits(SandboxLimits(memory_mb=64))
         try:
@@ -116,7 +116,7 @@ def test_address_space_limit() -> None:
 def test_privilege_drop_makes_root_files_unwritable() -> None:
     out = _run("""
         import os
-        from sandbox import isolation
+        from sandbox import isolation, seccomp
         assert isolation.drop_privileges(65534)
         print(os.geteuid(), os.getegid())
         try:
