@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import math
 import os
 import resource
@@ -34,6 +35,7 @@ TASK_NAMESPACES = {"pidns": CLONE_NEWPID, "ipcns": CLONE_NEWIPC, "utsns": CLONE_
 TASK_HOSTNAME = b"sandbox"
 
 
+@functools.cache  # loaded once in the worker: a task inherits it instead of paying for it
 def _libc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)

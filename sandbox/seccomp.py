@@ -20,8 +20,10 @@ What it refuses (EPERM), and why each is out of reach of an honest generation pr
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
+import struct
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
@@ -30,8 +32,9 @@ _RET_ALLOW = 0x7FFF0000
 _RET_KILL_PROCESS = 0x80000000
 _RET_EPERM = 0x00050000 | 1  # SECCOMP_RET_ERRNO | EPERM
 _AUDIT_ARCH_X86_64 = 0xC000003E
-_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
-_ARG = (16, 24, 32, 40, 48, 56)  # offset of the low 32 bits of each argument in seccomp_data
+_LD_ABS, _JEQ, _JGE, _JA, _RET = 0x20, 0x15, 0x35, 0x05, 0x06
+_ARG = (16, 24, 32, 40, 48, 56)
+_SOCK_FILTER = struct.Struct("=HBBI")  # offset of the low 32 bits of each argument in seccomp_data
 
 # x86_64 syscall numbers, by what they would let a task do.
 DENIED: dict[str, tuple[int, ...]] = {
@@ -86,34 +89,49 @@ def _deny_if(nr: int, offset: int, value: int) -> list[Insn]:
             _bpf(_RET, _RET_ALLOW)]
 
 
+def _tree(blocks: list[tuple[int, list[Insn]]], leaf: int = 6) -> list[Insn]:
+    """`blocks` (sorted by syscall number; each falls through when the number is not its own, with the number
+    still in the accumulator) as a binary search on the number, then a short chain: a call's path is a
+    dozen instructions, not the whole list. The kernel emulates the filter once per syscall number when it
+    is installed (its allow cache), so a long chain costs milliseconds in every task."""
+    if len(blocks) <= leaf:
+        return [insn for _, block in blocks for insn in block] + [_bpf(_RET, _RET_ALLOW)]
+    mid = len(blocks) // 2
+    low, high = _tree(blocks[:mid], leaf), _tree(blocks[mid:], leaf)
+    # number >= the first of the upper half: take the jump over the lower half, else skip it
+    return [_bpf(_JGE, blocks[mid][0], 0, 1), _bpf(_JA, len(low)), *low, *high]
+
+
 def seccomp_program(pid: int) -> list[Insn]:
     """The BPF filter for x86_64 as (code, jt, jf, k) tuples; `pid` is the only signal target allowed.
-    Every argument block returns, so a block that is skipped leaves the syscall number in the
+    Every argument block returns, so a block that does not match leaves the syscall number in the
     accumulator for the next one."""
-    prog = [_bpf(_LD_ABS, 4), _bpf(_JEQ, _AUDIT_ARCH_X86_64, 1, 0), _bpf(_RET, _RET_KILL_PROCESS),
-            _bpf(_LD_ABS, 0), _bpf(_JGE, 0x40000000, 0, 1), _bpf(_RET, _RET_EPERM)]  # x32 ABI: refuse
-    for nr in sorted({nr for group in DENIED.values() for nr in group}):
-        prog += [_bpf(_JEQ, nr, 0, 1), _bpf(_RET, _RET_EPERM)]
+    blocks = {nr: [_bpf(_JEQ, nr, 0, 1), _bpf(_RET, _RET_EPERM)] for group in DENIED.values() for nr in group}
     for nr in _SIGNAL_SELF_ONLY:
-        prog += _allow_if(nr, [(_ARG[0], pid & 0xFFFFFFFF)])
+        blocks[nr] = _allow_if(nr, [(_ARG[0], pid & 0xFFFFFFFF)])
     for nr in _SELF_ONLY:
-        prog += _allow_if(nr, [(_ARG[0], 0)])
-    prog += _allow_if(_SETPRIORITY, [(_ARG[0], 0), (_ARG[1], 0)])
-    prog += _allow_if(_IOPRIO_SET, [(_ARG[0], 1), (_ARG[1], 0)])
-    prog += _allow_if(_PRLIMIT64, [(_ARG[2], 0), (_ARG[2] + 4, 0)])  # both halves of the pointer
-    prog += _deny_if(_FCNTL, _ARG[1], _F_SETPIPE_SZ)
-    return prog + [_bpf(_RET, _RET_ALLOW)]
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
-                ("k", ctypes.c_uint)]
+        blocks[nr] = _allow_if(nr, [(_ARG[0], 0)])
+    blocks[_SETPRIORITY] = _allow_if(_SETPRIORITY, [(_ARG[0], 0), (_ARG[1], 0)])
+    blocks[_IOPRIO_SET] = _allow_if(_IOPRIO_SET, [(_ARG[0], 1), (_ARG[1], 0)])
+    blocks[_PRLIMIT64] = _allow_if(_PRLIMIT64, [(_ARG[2], 0), (_ARG[2] + 4, 0)])  # both halves of the pointer
+    blocks[_FCNTL] = _deny_if(_FCNTL, _ARG[1], _F_SETPIPE_SZ)
+    head = [_bpf(_LD_ABS, 4), _bpf(_JEQ, _AUDIT_ARCH_X86_64, 1, 0), _bpf(_RET, _RET_KILL_PROCESS),
+            _bpf(_LD_ABS, 0), _bpf(_JGE, 0x40000000, 0, 1), _bpf(_RET, _RET_EPERM)]  # x32 ABI: refuse
+    return head + _tree(sorted(blocks.items()))
 
 
 class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
+@functools.lru_cache(maxsize=2)
+def packed_program(pid: int) -> bytes:
+    """`seccomp_program(pid)` as the kernel reads it (struct sock_filter: u16 code, u8 jt, u8 jf, u32 k).
+    Cached: a worker packs it for pid 1 (the task in its own PID namespace) once, before any fork."""
+    return b"".join(_SOCK_FILTER.pack(*insn) for insn in seccomp_program(pid))
+
+
+@functools.cache  # loaded once in the worker: a task inherits it instead of paying for it
 def _libc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -133,9 +151,9 @@ def install_seccomp() -> bool:
         return False
     libc = _libc()
     assert libc is not None
-    prog = seccomp_program(os.getpid())
-    filters = (_SockFilter * len(prog))(*[_SockFilter(c, jt, jf, k) for c, jt, jf, k in prog])
-    fprog = _SockFprog(len(prog), filters)
+    code = packed_program(os.getpid())
+    buf = ctypes.create_string_buffer(code, len(code))
+    fprog = _SockFprog(len(code) // _SOCK_FILTER.size, ctypes.addressof(buf))
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return False
     return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) == 0

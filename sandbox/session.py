@@ -231,12 +231,15 @@ def serve(request: dict[str, Any], fd_out: int, state: WorkerState) -> None:
         write_frame(fd_out, payload)
 
 
-def run_session(fd_in: int, fd_out: int, state: WorkerState) -> int:
-    """Read one request, serve it, answer; the exit status for the worker (`EXIT_PIPE_CLOSED`: stop)."""
+def run_session(fd_in: int, fd_out: int, state: WorkerState, taken: int) -> int:
+    """Read one request, tell the worker on `taken` (it forks the next session then), serve it, answer;
+    the exit status for the worker (`EXIT_PIPE_CLOSED`: stop)."""
     try:
         request = read_json(fd_in, cap=REQUEST_CAP)
     except FrameError:  # the parent closed the pipe: shut down
         return EXIT_PIPE_CLOSED
+    os.write(taken, b"1")
+    os.close(taken)
     try:
         serve(request, fd_out, state)
     except Exception as err:  # report; the parent decides whether to replace the worker

@@ -14,6 +14,8 @@ output only). The parent re-validates everything.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import shutil
 import sys
@@ -117,19 +119,38 @@ def _probe_boundary(scratch_root: str, drop_uid: int | None, read: tuple[str, ..
     return {"scratch_quota": quota, "landlock": abi if landlock else 0}
 
 
-def _session(fd_in: int, fd_out: int, state: WorkerState) -> int:
-    """Fork the session that reads, runs and answers the next request; its exit status, once it is done."""
+def _next_session(fd_in: int, fd_out: int, state: WorkerState) -> tuple[int, bool]:
+    """Fork the session that reads, runs and answers the next request; returns once it has read the whole
+    request (True: the next session may be forked, while this one runs) or has ended without one."""
     worker = os.getpid()
+    taken_r, taken_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:  # a session that outlived its worker would answer for a worker the pool thinks is there
+            os.close(taken_r)
             isolation.die_with_parent()
             if os.getppid() == worker:
-                code = run_session(fd_in, fd_out, state)
+                code = run_session(fd_in, fd_out, state, taken_w)
         finally:
             os._exit(code)  # never back into this loop, whatever happened
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    os.close(taken_w)
+    try:
+        return pid, os.read(taken_r, 1) == b"1"  # EOF: the session ended without taking a request
+    finally:
+        os.close(taken_r)
+
+
+def _serve_forever(fd_in: int, fd_out: int, state: WorkerState) -> None:
+    """One session per request, the next forked as soon as the last has its request, until the pool closes
+    the request pipe."""
+    while True:
+        pid, taken = _next_session(fd_in, fd_out, state)
+        if not taken and os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == EXIT_PIPE_CLOSED:
+            return
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:  # sessions that have answered since
+                pass
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -144,6 +165,10 @@ def main(argv: list[str] | None = None) -> None:
     boundary = _probe_boundary(scratch_root, drop_uid, read) if wanted else {"scratch_quota": False,
                                                                              "landlock": 0}
     per_task = isolation.probe_task_namespaces()
+    gc.collect()
+    gc.freeze()  # a collection in a session or task never walks (and so copies) the worker's own objects
+    if seccomp.seccomp_supported() and "pidns" in per_task:  # loads libc here, once, for every task
+        seccomp.packed_program(1)  # each task is pid 1 of its namespace: its filter, packed once
     state = WorkerState(scratch_root=scratch_root, drop_uid=drop_uid, env=env, boundary=boundary, read=read,
                         task_namespaces=per_task)
     info = {**namespaces, "seccomp": _probe_seccomp(),
@@ -151,5 +176,4 @@ def main(argv: list[str] | None = None) -> None:
             **{name: name in per_task for name in isolation.TASK_NAMESPACES}, "fresh_session": True,
             "readable": list(read)}
     write_json(fd_out, {"ready": True, "pid": os.getpid(), "isolation": info})
-    while _session(fd_in, fd_out, state) != EXIT_PIPE_CLOSED:
-        pass
+    _serve_forever(fd_in, fd_out, state)

@@ -355,6 +355,8 @@ def _verdict(prog: list, nr: int, args: tuple = (), arch: int = 0xC000003E) -> s
             acc, pc = data[k // 4], pc + 1
         elif code in (0x15, 0x35):  # jeq / jge
             pc += 1 + (jt if (acc == k if code == 0x15 else acc >= k) else jf)
+        elif code == 0x05:  # ja
+            pc += 1 + k
         else:
             assert code == 0x06, code
             return {0x7FFF0000: "allow", 0x00050001: "EPERM", 0x80000000: "kill"}[k]
