@@ -43,7 +43,8 @@ def _libc() -> ctypes.CDLL | None:
         return None
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     libc.unshare.argtypes = [ctypes.c_int]
-    libc.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    if hasattr(libc, "sethostname"):
+        libc.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     return libc
 
 
