@@ -36,16 +36,16 @@ TASK_HOSTNAME = b"sandbox"
 
 
 @functools.cache  # loaded once in the worker: a task inherits it instead of paying for it
-def _libc() -> ctypes.CDLL | None:
+def libc() -> ctypes.CDLL | None:
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
+        lib = ctypes.CDLL(None, use_errno=True)
     except OSError:
         return None
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    libc.unshare.argtypes = [ctypes.c_int]
-    if hasattr(libc, "sethostname"):
-        libc.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    return libc
+    lib.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    lib.unshare.argtypes = [ctypes.c_int]
+    if hasattr(lib, "sethostname"):
+        lib.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    return lib
 
 
 def _write(path: str, text: str) -> None:
@@ -83,14 +83,14 @@ def enter_namespaces() -> dict[str, Any]:
     A new network namespace has only a downed loopback interface: no network at all. Root can unshare
     directly; other users go through an unprivileged user namespace when the kernel allows it.
     """
-    libc = _libc()
-    if libc is None or not hasattr(libc, "unshare"):
+    lib = libc()
+    if lib is None or not hasattr(lib, "unshare"):
         return {"netns": False, "userns": False, "note": "libc unshare unavailable"}
     attempts = [(CLONE_NEWNET | CLONE_NEWIPC, False)] if os.geteuid() == 0 else []
     attempts.append((CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC, True))
     for flags, user in attempts:
         try:
-            if _probe_unshare(libc, flags, user) and _unshare_in(libc, flags, user):
+            if _probe_unshare(lib, flags, user) and _unshare_in(lib, flags, user):
                 return {"netns": True, "userns": user, "note": ""}
         except OSError as err:
             return {"netns": False, "userns": False, "note": f"unshare failed: {err}"}
@@ -142,15 +142,15 @@ def enter_task_namespaces(names: frozenset[str] | set[str]) -> None:
     namespace the worker's probe found working must work here too, or the task does not run."""
     if not names:
         return
-    libc = _libc()
-    if libc is None:
+    lib = libc()
+    if lib is None:
         raise OSError("libc unavailable")
     flags = 0
     for name in names:
         flags |= TASK_NAMESPACES[name]
-    if libc.unshare(flags) != 0:
+    if lib.unshare(flags) != 0:
         raise OSError(ctypes.get_errno(), f"unshare of the task namespaces {sorted(names)} failed")
-    if "utsns" in names and libc.sethostname(TASK_HOSTNAME, len(TASK_HOSTNAME)) != 0:
+    if "utsns" in names and lib.sethostname(TASK_HOSTNAME, len(TASK_HOSTNAME)) != 0:
         raise OSError(ctypes.get_errno(), "sethostname in the task's UTS namespace failed")
 
 
@@ -182,5 +182,5 @@ def probe_task_namespaces() -> frozenset[str]:
 def die_with_parent() -> bool:
     """SIGKILL this process when the process that forked it dies (set after the uid drop, which clears
     it): a backstop to the process-group kill of the pool."""
-    libc = _libc()
-    return libc is not None and libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    lib = libc()
+    return lib is not None and lib.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0

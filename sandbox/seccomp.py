@@ -25,6 +25,8 @@ import os
 import platform
 import struct
 
+from sandbox.isolation import libc  # loaded once in the worker; a task inherits it
+
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
@@ -131,29 +133,19 @@ def packed_program(pid: int) -> bytes:
     return b"".join(_SOCK_FILTER.pack(*insn) for insn in seccomp_program(pid))
 
 
-@functools.cache  # loaded once in the worker: a task inherits it instead of paying for it
-def _libc() -> ctypes.CDLL | None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    return libc
-
-
 def seccomp_supported() -> bool:
-    return platform.machine() == "x86_64" and _libc() is not None
+    return platform.machine() == "x86_64" and libc() is not None
 
 
 def install_seccomp() -> bool:
     """Load the filter into this process (irreversible, inherited by any child). False if unsupported."""
     if not seccomp_supported():
         return False
-    libc = _libc()
-    assert libc is not None
+    lib = libc()
+    assert lib is not None
     code = packed_program(os.getpid())
     buf = ctypes.create_string_buffer(code, len(code))
     fprog = _SockFprog(len(code) // _SOCK_FILTER.size, ctypes.addressof(buf))
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if lib.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return False
-    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) == 0
+    return lib.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) == 0
