@@ -26,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "suites": ("experiments.table.suites", "check (or rebuild) the frozen evaluation suites"),
     "power": ("experiments.table.power", "the verification test's exact power per batch size"),
     "critic-replay": ("studies.critic_replay", "re-diagnose and re-verify a finished run"),
-    "liberopro": ("experiments.liberopro.evaluate", "the LIBERO / LIBERO-Pro protocol: tasks, success"),
+    "liberopro": ("experiments.liberopro.__main__", "the LIBERO / LIBERO-Pro protocol: tasks, success"),
     "liberopro-run": ("experiments.liberopro.run", "a libero run's round policies under the protocol"),
     "sandbox": ("sandbox.run", "run a generation program in the sandbox"),
     "world": ("sim.demo", "the simulated world alone: scenes, validity, expert demos"),

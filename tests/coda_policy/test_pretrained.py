@@ -52,7 +52,10 @@ def test_the_converted_policy_acts_as_the_pickled_one_did(file: str):
     for inp, actions in zip(FIXTURE["inputs"], want["actions"], strict=True):
         gen = torch.Generator().manual_seed(policy.config.seed)  # what select_action uses after reset()
         got = policy.sample_actions(_batch(inp), generator=gen)[0]
-        torch.testing.assert_close(got, torch.tensor(actions), rtol=0, atol=1e-6)
+        # 1e-5: the actions were recorded on another machine, and CPU kernels round differently from one
+        # instruction set to another (up to 1.5e-6 measured); a conversion that changed a weight moves them
+        # by orders of magnitude more
+        torch.testing.assert_close(got, torch.tensor(actions), rtol=0, atol=1e-5)
 
 
 def test_an_old_pickled_checkpoint_is_refused_with_the_command_that_converts_it(tmp_path):
