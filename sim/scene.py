@@ -79,8 +79,9 @@ def _short_keys(value: Any) -> Any:
     return value
 
 
-# a mapping keyed by `Word`s
+# mappings keyed by `Word`s
 WordKeyed = Annotated[dict[Word, Any], BeforeValidator(_short_keys)]
+WordFloats = Annotated[dict[Word, float], BeforeValidator(_short_keys)]
 
 
 class ObjectSpec(_Model):
@@ -133,10 +134,8 @@ class FixtureSpec(_Model):
     pos: tuple[float, float]
     yaw: float = 0.0
     rgba: tuple[float, float, float, float] = (0.55, 0.4, 0.3, 1.0)
-    params: Annotated[dict[Word, float], BeforeValidator(_short_keys)] = Field(default_factory=dict,
-                                                                               max_length=32)
-    init: Annotated[dict[Word, float], BeforeValidator(_short_keys)] = Field(default_factory=dict,
-                                                                             max_length=32)
+    params: WordFloats = Field(default_factory=dict, max_length=32)
+    init: WordFloats = Field(default_factory=dict, max_length=32)
 
     @field_validator("init")
     @classmethod

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.liberopro.evaluate import PERTURB, init_states, tasks
+from experiments.liberopro.evaluate import EPISODES, PERTURB, init_states, tasks
 
 TOLERANCE = 1e-3  # m: below the 2.5 mm the closest two of a suite's own init states differ by
-EVAL_STATES = 50  # init states per task file the protocol evaluates from (0..49)
+EVAL_STATES = EPISODES  # init states per task file the protocol evaluates from (0..49: one an episode)
 
 Positions = dict[str, np.ndarray]
 
