@@ -119,14 +119,22 @@ class CriticConfig:
     retries: int = 2
     # keyframe images passed to image-capable models
     max_keyframes: int = 3
-    # token budget of one critic answer
+    # token budget of one critic answer (the "alone" prompt's: a free explanation, a value, a confidence)
     max_tokens: int = 400
+    # how the LLM critic is asked: "hybrid" shows it the failure's evidence and the rules critic's ranked
+    # candidates with theirs, and it decides (keeps the first or overrides it with a reason); "alone" shows
+    # it the evidence and every factor (`agents.critic.diagnose`; measured in docs/benchmarks.md)
+    llm_prompt: str = "hybrid"
+    # token budget of one hybrid answer (a reason of at most 200 characters, a phase, a factor)
+    max_tokens_hybrid: int = 120
 
     def __post_init__(self) -> None:
         if not 0.0 < self.band <= 1.0:
             raise ValueError(f"band must be in (0, 1], got {self.band}")
         if self.retries < 0 or self.max_keyframes < 0:
             raise ValueError("retries and max_keyframes must be >= 0")
+        if self.llm_prompt not in ("hybrid", "alone"):
+            raise ValueError(f"llm_prompt must be 'hybrid' or 'alone', got {self.llm_prompt!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,12 +156,19 @@ class WriterConfig:
     examples: int = 0
     # rules training writer: add a subgoal that stages the diagnosed phase more finely
     emphasis: bool = True
-    # token budgets: an edit spec, a new source, a subgoal list
+    # what the LLM training writer writes: "stage", one subgoal staging the diagnosed phase, inserted into
+    # the family's program where the model says (`agents.writers.training.StageOut`); "subgoals", the whole
+    # ordered list (`SubgoalsOut`). Measured in docs/benchmarks.md ("The writers")
+    training_form: str = "stage"
+    # token budgets: an edit spec, a new source, a subgoal list, one stage
     max_tokens_edit: int = 400
     max_tokens_source: int = 4000
     max_tokens_subgoals: int = 1000
+    max_tokens_stage: int = 200
 
     def __post_init__(self) -> None:
+        if self.training_form not in ("stage", "subgoals"):
+            raise ValueError(f"training_form must be 'stage' or 'subgoals', got {self.training_form!r}")
         if not 0.0 < self.band <= 1.0 or self.retries < 0 or self.examples < 0:
             raise ValueError("band must be in (0, 1], retries and examples >= 0")
 

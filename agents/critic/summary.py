@@ -65,16 +65,22 @@ class FailureSummary(BaseModel):
         """The reading of factor `name`, if the scene has it."""
         return next((f for f in self.factors if f.name == name), None)
 
-    def text(self, brief: bool = False) -> str:
+    def text(self, brief: bool = False, compact: bool = False) -> str:
         """The summary as an LLM reads it; `brief` leaves out what a prompt states elsewhere (the task
-        line and the unusual factor values), to save prompt tokens on small local models."""
+        line and the unusual factor values), to save prompt tokens on small local models; `compact` (with
+        `brief`) leaves out the phase timeline and the line of privileged numbers too (the hybrid critic's
+        prompt: it names the stuck phase, and the events and the candidates' evidence cite the numbers
+        that matter)."""
         lines = [] if brief else [f"Family {self.family}; instruction: \"{untrusted(self.instruction)}\"; "
                                   f"{'succeeded' if self.success else 'failed'} after {self.steps} steps "
                                   f"({self.steps * DT:.1f} s); failing phase: {self.failing_phase}."]
-        spans = ", ".join(f"{p.phase} {p.start * DT:.1f}-{p.end * DT:.1f} s" for p in self.timeline)
-        lines.append(f"Phase timeline: {spans}" + (f" (of {self.steps * DT:.1f} s)." if brief else "."))
-        nums = ", ".join(f"{k} {_fmt(v, k)}" for k, v in self.numbers.items())
-        lines.append(f"At the failure (t={self.failure_step * DT:.1f} s): {nums}.")
+        numbers = not (brief and compact)
+        if numbers:
+            spans = ", ".join(f"{p.phase} {p.start * DT:.1f}-{p.end * DT:.1f} s" for p in self.timeline)
+            lines.append(f"Phase timeline: {spans}" + (f" (of {self.steps * DT:.1f} s)." if brief else "."))
+        if numbers:
+            nums = ", ".join(f"{k} {_fmt(v, k)}" for k, v in self.numbers.items())
+            lines.append(f"At the failure (t={self.failure_step * DT:.1f} s): {nums}.")
         lines += [f"- {e}" for e in self.events]
         telling = sorted((c for c in self.contrast.values() if c.gap > 0), key=lambda c: -c.gap)[:3]
         if telling:

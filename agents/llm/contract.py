@@ -1,7 +1,8 @@
 """The contract every LLM backend is held to: the three prompts the loop sends, with the variables, schemas
-and validation the loop uses — the critic (`critic_diagnose` → `DiagnosisOut`, validated by
-`answer_to_diagnosis`), the generation writer (`writer_generation` → `GenerationOut`, the program applied and
-checked) and the training writer (`writer_training` → `SubgoalsOut`, the subgoals as a checked program).
+and validation the loop uses — the critic (`critic_hybrid` → `DiagnosisOut` with the failure's candidates as
+its factor enum, read by `critic_answer`), the generation writer (`writer_generation` → `GenerationOut`
+with the program's factors as its enum, the program applied and checked) and the training writer
+(`writer_stage` → `StageOut`, one subgoal inserted into the family's program, checked).
 
 Their input is one real failure (`CONTRACT_CASE`: a counterfactual case of `bench.agents.critic_truth`, cause
 known) and the diagnosis the rules critic makes of it. "valid" means the loop would use the answer; "right"
@@ -70,53 +71,63 @@ def _usable(check: Callable[[Any], Any]) -> Callable[[Any], bool]:
 
 
 def _critic_case() -> Case:
-    from agents.critic.diagnose import PROMPT, DiagnosisOut, answer_to_diagnosis, critic_variables
+    from agents.critic.diagnose import critic_answer, critic_request
 
     c = contract_inputs()
+    request = critic_request(c["summary"], c["generation"], c["config"])  # the loop's default: hybrid
 
-    def use(out: DiagnosisOut) -> Any:
-        return answer_to_diagnosis(out, c["summary"], c["generation"], c["config"], "bench")
+    def use(out: Any) -> Any:
+        return critic_answer(out, request, c["summary"], c["generation"], c["config"], "bench")
 
-    return Case(name="critic", prompt=PROMPT, schema=DiagnosisOut, max_tokens=c["config"].max_tokens,
-                variables=critic_variables(c["summary"], c["generation"], c["config"]), valid=_usable(use),
-                right=lambda out: out.factor.strip() == c["cause"])
+    def right(out: Any) -> bool:
+        return use(out).factor == c["cause"]
+
+    return Case(name="critic", prompt=request.prompt, schema=request.schema, max_tokens=request.max_tokens,
+                variables=request.variables, valid=_usable(use), right=right)
 
 
 def _generation_case() -> Case:
     from agents.config import WriterConfig
-    from agents.writers.generation import GEN_PROMPT, GenerationOut, answer_to_program, generation_variables
+    from agents.writers.generation import (
+        GEN_PROMPT,
+        answer_to_program,
+        generation_schema,
+        generation_variables,
+    )
 
     c, config = contract_inputs(), WriterConfig(allow_ood=True)
     mode, dx, base = c["mode"], c["diagnosis"], c["generation"]
 
-    def use(out: GenerationOut) -> Any:
+    def use(out: Any) -> Any:
         return answer_to_program(out, mode, base, diagnosis=dx, round_no=1, config=config)
 
-    return Case(name="generation_writer", prompt=GEN_PROMPT, schema=GenerationOut,
+    return Case(name="generation_writer", prompt=GEN_PROMPT,
+                schema=generation_schema([f.name for f in base.factors], config.allow_source),
                 max_tokens=config.max_tokens_edit, variables=generation_variables(mode, base, dx, config),
                 valid=_usable(use), right=_usable(use))
 
 
 def _training_case() -> Case:
     from agents.config import WriterConfig
-    from agents.writers.training import TRAIN_PROMPT, SubgoalsOut, subgoals_program, training_variables
+    from agents.writers.training import TRAIN_PROMPT_STAGE, stage_program, stage_schema, stage_variables
 
-    c, config = contract_inputs(), WriterConfig()
+    c, config = contract_inputs(), WriterConfig()  # the loop's default form: one subgoal inserted
     base, dx = c["training"], c["diagnosis"]
-    meta = {"parent_id": base.id, "mode_id": c["mode"].id, "round": 1, "diagnosis": dx.text()}
+    meta = {"parent_id": base.id, "mode_id": c["mode"].id, "round": 1, "diagnosis": dx.text(),
+            "phase": dx.phase}
 
-    def use(out: SubgoalsOut) -> Any:
-        return subgoals_program(out, base, meta)
+    def use(out: Any) -> Any:
+        return stage_program(out, base, meta)
 
     def stages(tp: Any) -> list[tuple[str, str]]:
         return [(g.done, g.progress) for g in tp.subgoals]
 
-    def new(out: SubgoalsOut) -> bool:  # asked of valid answers only (`run_case`)
+    def new(out: Any) -> bool:  # asked of valid answers only (`run_case`)
         return stages(use(out)) != stages(base)
 
-    return Case(name="training_writer", prompt=TRAIN_PROMPT, schema=SubgoalsOut,
-                max_tokens=config.max_tokens_subgoals, variables=training_variables(base, dx),
-                valid=_usable(use), right=new)
+    return Case(name="training_writer", prompt=TRAIN_PROMPT_STAGE,
+                schema=stage_schema([g.name for g in base.subgoals]), max_tokens=config.max_tokens_stage,
+                variables=stage_variables(base, dx), valid=_usable(use), right=new)
 
 
 @cache

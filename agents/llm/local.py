@@ -24,7 +24,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agents.llm.base import Completion, LLMBackendError, Request
 from agents.llm.gguf import MODELS, ensure_model
@@ -76,6 +76,10 @@ class LocalConfig:
     prompt_cache: bool = False
     # capacity of that cache in MiB as llama-cpp-python counts it (KV state only; see above)
     prompt_cache_mib: int = 128
+    # how structured answers are asked for (`OpenAIConfig.structured`): "grammar" decodes under the
+    # schema's grammar without showing the schema (the default: ~300 fewer prompt tokens a critic call);
+    # "tools", a forced function call with the schema in the prompt, as before (kept to measure against)
+    structured: Literal["grammar", "tools"] = "grammar"
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -260,7 +264,8 @@ class LocalCompleter:
         """Model (by content hash), context size and temperature; thread count does not change answers."""
         c = self.config
         return {"backend": self.backend, "model": self.spec.name, "sha256": self.spec.sha256,
-                "n_ctx": c.n_ctx, "temperature": c.temperature}
+                "n_ctx": c.n_ctx, "temperature": c.temperature,
+                **({} if c.structured == "grammar" else {"structured": c.structured})}
 
     @property
     def supports_images(self) -> bool:
@@ -281,7 +286,7 @@ class LocalCompleter:
         self._client = OpenAICompleter(
             OpenAIConfig(base_url=self.server.base_url, model=self.spec.name,
                          temperature=self.config.temperature, timeout_s=self.config.request_timeout_s,
-                         max_retries=0),
+                         max_retries=0, structured=self.config.structured),
             backend=self.backend,
         )
         return self.server

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from agents.llm.base import LLM, LLMOutputError
 from agents.writers.base import ProgramRejected, WriterConfig, WriterError
@@ -39,6 +39,8 @@ from sandbox.pool import SandboxPool
 from sim.factors import EditValue
 
 GEN_PROMPT = "writer_generation"
+MAX_EDITS = 4  # factor edits in one answer (the prompt asks for 1 to 4)
+RATIONALE_CHARS = 240  # the answer's rationale, at most (grammar-bounded)
 
 
 class FactorEditOut(BaseModel):
@@ -55,9 +57,27 @@ class GenerationOut(BaseModel):
     """The LLM writer's generation program: factor edits of the base program (or a new source). The
     rationale comes first, as the critic's explanation does (`DiagnosisOut`): reasons before edits."""
 
-    rationale: str = Field("", description="one sentence: why these scenes recreate the difficulty")
-    edits: list[FactorEditOut] = Field(default_factory=list, max_length=4)
+    rationale: str = Field("", max_length=RATIONALE_CHARS,
+                           description="one sentence: why these scenes recreate the difficulty")
+    edits: list[FactorEditOut] = Field(default_factory=list, max_length=MAX_EDITS)
     source: str | None = Field(None, description="a complete new program source, only if asked for")
+
+
+def generation_schema(names: Sequence[str], allow_source: bool) -> type[BaseModel]:
+    """`GenerationOut` with each edit's factor an enum of the base program's factors, 1 to `MAX_EDITS`
+    edits, and no `source` unless a new source may be written: on llama.cpp the answer is decoded under
+    this grammar, so an unknown factor or a fifth edit cannot be written. (Values stay numbers checked
+    after decoding, `_edit_value`: each factor's allowed range is its own.) Named `GenerationOut` either
+    way (the call log and recorded answers key on the schema's name)."""
+    factor: Any = Literal[tuple(names)]
+    edit = create_model("FactorEditOut", __base__=FactorEditOut, __doc__=FactorEditOut.__doc__,
+                        factor=(factor, Field(description="factor name")))
+    edits = (list[edit], Field(min_length=0 if allow_source else 1, max_length=MAX_EDITS))  # type: ignore[valid-type]
+    doc = GenerationOut.__doc__
+    if allow_source:
+        return create_model("GenerationOut", __base__=GenerationOut, __doc__=doc, edits=edits)
+    return create_model("GenerationOut", __doc__=doc,  # the rationale first: reasons before edits
+                        rationale=(str, GenerationOut.model_fields["rationale"]), edits=edits)
 
 
 # ---- generation programs ---------------------------------------------------------------------------------
@@ -120,7 +140,7 @@ def _edit_value(e: FactorEditOut, program: GenerationProgram, config: WriterConf
     return int(v) if ref.type == "int" else v
 
 
-def _apply(out: GenerationOut, mode: DifficultyMode, base: GenerationProgram, want: str,
+def _apply(out: Any, mode: DifficultyMode, base: GenerationProgram, want: str,
            pins: dict[str, EditValue], round_no: int | None, config: WriterConfig) -> GenerationProgram:
     """The LLM's edits (or source) as a program; `want` must be edited, `pins` (the diagnosis's task
     context) are added unless the answer set them itself."""
@@ -128,11 +148,11 @@ def _apply(out: GenerationOut, mode: DifficultyMode, base: GenerationProgram, wa
     meta = {"mode_id": mode.id, "round": base.round if round_no is None else round_no,
             "diagnosis": f"{_mode_text(mode, None)} | {out.rationale}".strip(" |")}
     program = base
-    if out.source:
+    if getattr(out, "source", None):
         if not config.allow_source:
             raise WriterError(GEN_PROMPT, "a new source was not asked for; give factor edits only", raw)
         try:
-            program = generation_from_source(out.source, parent_id=base.id, **meta)
+            program = generation_from_source(getattr(out, "source", None), parent_id=base.id, **meta)
         except (ValueError, ValidationError, SyntaxError) as e:
             raise WriterError(GEN_PROMPT, f"the new source is not a valid program: {e}", raw) from None
         if program.family != base.family:
@@ -149,12 +169,12 @@ def _apply(out: GenerationOut, mode: DifficultyMode, base: GenerationProgram, wa
         try:
             changes[e.factor] = _edit_value(e, program, config)
         except ValueError as err:
-            if e.factor == want or out.source:
+            if e.factor == want or getattr(out, "source", None):
                 raise WriterError(GEN_PROMPT, str(err), raw) from None
             # an invalid extra edit of another factor is dropped (and recorded), not fatal: the mode's own
             # edit is what recreates the difficulty, and small models at temperature 0 repeat a bad extra
             dropped.append(str(err))
-    if not out.source and want not in changes:
+    if not getattr(out, "source", None) and want not in changes:
         why = f"; dropped: {' | '.join(dropped)}" if dropped else ""
         raise WriterError(GEN_PROMPT, f"edit the mode's factor {want!r} (the edits named "
                                       f"{sorted(changes) or 'nothing'}{why})", raw)
@@ -199,7 +219,7 @@ def generation_variables(mode: DifficultyMode, base: GenerationProgram, diagnosi
             "source": base.source if config.allow_source else "", "feedback": ""}
 
 
-def answer_to_program(out: GenerationOut, mode: DifficultyMode, base: GenerationProgram, *,
+def answer_to_program(out: Any, mode: DifficultyMode, base: GenerationProgram, *,
                       diagnosis: Diagnosis | None = None, round_no: int | None = None,
                       pool: SandboxPool | None = None,
                       config: WriterConfig = WriterConfig()) -> GenerationProgram:
@@ -235,11 +255,11 @@ def write_generation_program(mode: DifficultyMode, base: GenerationProgram, llm:
     resolve_factor(mode.factor, base, mode.families[0] if mode.families else None)  # before asking
     variables = {**generation_variables(mode, base, diagnosis, config), "examples": list(examples)}
     budget = config.max_tokens_source if config.allow_source else config.max_tokens_edit
+    schema = generation_schema([f.name for f in base.factors], config.allow_source)
     note = feedback or ""
     for attempt in range(config.retries + 1):
         try:
-            out = llm.structured(GEN_PROMPT, {**variables, "feedback": note}, GenerationOut,
-                                 max_tokens=budget)
+            out = llm.structured(GEN_PROMPT, {**variables, "feedback": note}, schema, max_tokens=budget)
             return answer_to_program(out, mode, base, diagnosis=diagnosis, round_no=round_no, pool=pool,
                                      config=config)
         except LLMOutputError as e:

@@ -17,11 +17,10 @@ completed prefix never shrinks when the later stage completes (the seeds' cumula
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
 from agents.llm.base import LLM, LLMOutputError
 from agents.writers.base import WriterConfig, WriterError
@@ -33,7 +32,8 @@ from programs.refine import Evidence, refine
 from programs.vocab import describe
 from sim.families import FAMILIES, get_family
 
-TRAIN_PROMPT = "writer_training"
+TRAIN_PROMPT = "writer_training"  # the whole ordered list of subgoals (`training_form="subgoals"`)
+TRAIN_PROMPT_STAGE = "writer_stage"  # one subgoal inserted into the family's program (the default form)
 
 def goal_roles(tp: TrainingProgram) -> dict[str, str]:
     """Which role is bound to what: {"subject": role of goal[0].args[0], "target": of args[1], "test":
@@ -170,12 +170,18 @@ def training_variables(base: TrainingProgram, diagnosis: Diagnosis) -> dict[str,
 MAX_SUBGOALS = 7  # `writer_training.j2` asks for 3 to 7 (a test holds the two together)
 
 
-class SubgoalOut(BaseModel):
-    """One stage proposed by the LLM writer."""
+NAME_CHARS, EXPRESSION_CHARS = 32, 200  # a stage's name and each expression, at most (grammar-bounded)
 
-    name: str = Field(description="short snake_case name")
-    done: str = Field(description="boolean expression: the stage is complete (stays true later on)")
-    progress: str = Field(description="number expression in [0, 1]: progress within the stage")
+
+class SubgoalOut(BaseModel):
+    """One stage proposed by the LLM writer. Every field is bounded in length, so a model that loops inside
+    an expression runs into the grammar's bound, not the token budget."""
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=NAME_CHARS, description="short snake_case name")
+    done: str = Field(max_length=EXPRESSION_CHARS,
+                      description="boolean expression: the stage is complete (stays true later on)")
+    progress: str = Field(max_length=EXPRESSION_CHARS,
+                          description="number expression in [0, 1]: progress within the stage")
 
 
 class SubgoalsOut(BaseModel):
@@ -185,6 +191,82 @@ class SubgoalsOut(BaseModel):
     Seven stages of ~110 tokens fit the budget (`WriterConfig.max_tokens_subgoals`)."""
 
     subgoals: list[SubgoalOut] = Field(min_length=2, max_length=MAX_SUBGOALS)
+
+    @field_validator("subgoals")
+    @classmethod
+    def _names_unique(cls, subgoals: list[SubgoalOut]) -> list[SubgoalOut]:
+        names = [s.name for s in subgoals]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:  # a grammar cannot forbid it; the error goes back to the model as feedback
+            raise ValueError(f"each subgoal needs its own name; repeated: {', '.join(repeated)}")
+        return subgoals
+
+
+class StageOut(BaseModel):
+    """The LLM writer's training program in the "stage" form (`WriterConfig.training_form`): one subgoal that
+    stages the diagnosed phase more finely, inserted into the family's program before the stage `before`
+    (an enum of its stages, `stage_schema`). Its `done` becomes `(<before's done>) or (<condition>)`, so it
+    stays true once the next stage is done (the seeds' cumulative style), and the program's other stages
+    are the seed's, whose potential already agrees with the demonstrations: what the model writes is one
+    condition and one progress, ~50 tokens, where a whole list ran ~300 and its stages were the ones it got
+    wrong (FINDINGS #15, #30)."""
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=NAME_CHARS, description="short snake_case name")
+    before: str = Field(description="the stage of the program the new subgoal comes just before")
+    condition: str = Field(max_length=EXPRESSION_CHARS,
+                           description="boolean expression: the new subgoal is reached")
+    progress: str = Field(max_length=EXPRESSION_CHARS,
+                          description="number expression in [0, 1]: progress towards it")
+
+
+def stage_schema(stages: list[str]) -> type[BaseModel]:
+    """`StageOut` with `before` an enum of the program's stages (the last, the task's test, included)."""
+    before: Any = Literal[tuple(stages)]
+    return create_model("StageOut", __base__=StageOut, __doc__=StageOut.__doc__,
+                        before=(before, StageOut.model_fields["before"]))
+
+
+def stage_example(base: TrainingProgram, phase: str) -> dict[str, str] | None:
+    """A worked example of the answer for another phase of the family: its declared emphasis stage
+    (`emphasise`), as {phase, name, before, condition, progress}; None when no other phase has one."""
+    family = get_family(base.family) if base.family in FAMILIES.names() else None
+    for other in (family.phase_stages if family else ()):
+        if other == phase or (extra := emphasise(base, other)) is None:
+            continue
+        k, sub = extra
+        cond = sub.done.split(") or (", 1)[1][:-1]  # `(<next done>) or (<condition>)`
+        return {"phase": other, "name": sub.name, "before": base.subgoals[k].name, "condition": cond,
+                "progress": sub.progress}
+    return None
+
+
+def stage_variables(base: TrainingProgram, diagnosis: Diagnosis) -> dict[str, Any]:
+    """Variables of the `writer_stage` prompt."""
+    return {**training_variables(base, diagnosis), "worked": stage_example(base, diagnosis.phase)}
+
+
+def stage_program(out: Any, base: TrainingProgram, meta: dict[str, Any]) -> TrainingProgram:
+    """The base program with the answer's subgoal inserted before `out.before`, checked; `WriterError` on
+    any problem (a name the program already has, an expression outside the training language)."""
+    raw = out.model_dump_json()
+    names = [g.name for g in base.subgoals]
+    if out.name in names:
+        raise WriterError(TRAIN_PROMPT_STAGE, f"the program already has a subgoal {out.name!r}; name the new "
+                                              f"one differently (existing: {', '.join(names)})", raw)
+    k = names.index(out.before)
+    try:
+        sub = Subgoal(name=out.name, done=f"({base.subgoals[k].done}) or ({out.condition})",
+                      progress=out.progress, doc=f"staging the {meta.get('phase', '')} phase".strip())
+        tp = _with(base, subgoals=[*base.subgoals[:k], sub, *base.subgoals[k:]],
+                   **{k2: v for k2, v in meta.items() if k2 != "phase"})
+    except ValidationError as e:
+        detail = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
+        raise WriterError(TRAIN_PROMPT_STAGE, detail, raw) from None
+    errors = check_training(tp)
+    if errors:
+        raise WriterError(TRAIN_PROMPT_STAGE, "the new subgoal fails the checks:\n"
+                          + "\n".join(map(str, errors)), raw)
+    return tp
 
 
 # ---- training programs -----------------------------------------------------------------------------------
@@ -227,10 +309,6 @@ def subgoals_program(out: SubgoalsOut, base: TrainingProgram, meta: dict[str, An
     if subs[-1]["done"].replace(" ", "") != verifier.replace(" ", ""):
         note = f" (last done replaced by the verifier {verifier!r})"
         subs[-1]["done"] = verifier
-    for i, sub in enumerate(subs, 1):
-        if not re.match(NAME_PATTERN, sub["name"]):
-            raise WriterError(TRAIN_PROMPT, f"subgoal {i} name {sub['name']!r} must be snake_case "
-                                            "(lower-case letters, digits and _)", raw)
     try:
         tp = _with(base, subgoals=[Subgoal(**s) for s in subs],
                    **{**meta, "diagnosis": meta["diagnosis"] + note})
@@ -255,13 +333,20 @@ def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM
                               config=config)
     meta = {"parent_id": base.id, "mode_id": mode_id or base.mode_id,
             "round": base.round if round_no is None else round_no, "diagnosis": diagnosis.text()}
-    variables = training_variables(base, diagnosis)
+    stage = config.training_form == "stage"
+    if stage:
+        prompt, schema, budget = (TRAIN_PROMPT_STAGE, stage_schema([g.name for g in base.subgoals]),
+                                  config.max_tokens_stage)
+        variables = stage_variables(base, diagnosis)
+    else:
+        prompt, schema, budget = TRAIN_PROMPT, SubgoalsOut, config.max_tokens_subgoals
+        variables = training_variables(base, diagnosis)
     note = feedback or ""
     for attempt in range(config.retries + 1):
         try:
-            out = llm.structured(TRAIN_PROMPT, {**variables, "feedback": note}, SubgoalsOut,
-                                 max_tokens=config.max_tokens_subgoals)
-            tp = subgoals_program(out, base, meta)
+            out = llm.structured(prompt, {**variables, "feedback": note}, schema, max_tokens=budget)
+            tp = (stage_program(out, base, {**meta, "phase": diagnosis.phase}) if stage
+                  else subgoals_program(out, base, meta))
             return refine(tp, evidence) if evidence is not None else tp
         except LLMOutputError as e:
             if attempt == config.retries:

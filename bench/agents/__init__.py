@@ -15,16 +15,18 @@ from typing import Any
 
 
 def bench_llm(kind: str, a: argparse.Namespace, log_dir: Path, cache: Any = None) -> Any:
-    """The LLM a benchmark's `local` or `openai` agent speaks to, from its flags (`--threads`;
-    `--base-url`, `--model`, else $OPENAI_BASE_URL / $OPENAI_MODEL; the key from $OPENAI_API_KEY), its calls
-    logged to `<log_dir>/llm_calls_<kind>.jsonl`; with `cache` (a `ResponseCache`) an answer already given
-    is replayed (a resumed benchmark)."""
+    """The LLM a benchmark's `local` or `openai` agent speaks to, from its flags (`--threads`,
+    `--local-model`; `--base-url`, `--model`, else $OPENAI_BASE_URL / $OPENAI_MODEL; the key from
+    $OPENAI_API_KEY), its calls logged to `<log_dir>/llm_calls_<kind>.jsonl`; with `cache` (a
+    `ResponseCache`) an answer already given is replayed (a resumed benchmark)."""
     import os
 
     from agents.llm import CallLog, LocalConfig, OpenAIConfig, make_llm
 
     if kind == "local":
-        conf: Any = LocalConfig(n_threads=a.threads)
+        model = getattr(a, "local_model", None)
+        conf: Any = LocalConfig(n_threads=a.threads, structured=getattr(a, "local_structured", "grammar"),
+                                **({"model": model} if model else {}))
     else:
         conf = OpenAIConfig(base_url=a.base_url or os.environ.get("OPENAI_BASE_URL", ""),
                             model=a.model or os.environ.get("OPENAI_MODEL", ""),

@@ -1,7 +1,9 @@
 """The critic against ground truth it cannot see: counterfactual failures in all four task families.
 
     python -m bench.agents.critic_truth                              # rules critic, every family
-    python -m bench.agents.critic_truth --critics rules,local        # and the embedded LLM critic
+    python -m bench.agents.critic_truth --critics rules,local        # and the embedded LLM critic (hybrid)
+    python -m bench.agents.critic_truth --critics rules,local --prompts alone,hybrid \
+        --local-model qwen2.5-coder-0.5b                              # both prompts, the smaller model
     python -m bench.agents.critic_truth --critics rules,openai --base-url URL --model NAME
     python -m bench.agents.critic_truth --verify-n 12                # and verify every diagnosis
     python -m bench.agents.critic_truth --draws 40 --save-cases runs/critic_cases     # keep the cases, then
@@ -48,6 +50,8 @@ from common.markdown import md_table
 PRETRAINED = SEED_SFT_4FAM
 SEED0 = 7_700_000
 CRITICS = ("rules", "local", "openai")
+PROMPTS = ("hybrid", "alone")
+SETTINGS = ("alone", "peers")
 
 
 @dataclass
@@ -64,6 +68,7 @@ class Case:
     # the family's other episodes of the benchmark, (flat factor values, success): the critic's peers
     peers: list[tuple[dict[str, Any], bool]] = field(default_factory=list)
     diagnoses: dict[str, Any] = field(default_factory=dict)  # "<critic>/<alone|peers>" → Diagnosis or error
+    seconds: dict[str, float] = field(default_factory=dict)  # the same keys → seconds the diagnosis took
 
 
 def _draws(families: list[str], draws: int, k: int, seed0: int) -> list[dict[str, Any]]:
@@ -205,28 +210,32 @@ def _flat(scene: Any) -> dict[str, Any]:
 
 
 def diagnose_all(cases: list[Case], critic: str, llm: Any, log: Any = print, *,
-                 ood_context: bool = True, ood_first: bool = True) -> None:
-    """Every case diagnosed by `critic`, alone and with peers (an unusable LLM answer recorded as such);
-    with `ood_context` (Table 1's default preset) each diagnosis holds the scene's other OOD factors, with
-    `ood_first` the rules critic ranks out-of-distribution factors first (`CriticConfig`)."""
+                 ood_context: bool = True, ood_first: bool = True, prompt: str = "hybrid",
+                 settings: tuple[str, ...] = ("alone", "peers"), key: str | None = None) -> None:
+    """Every case diagnosed by `critic` in each of `settings` — alone, and with peers (an unusable LLM
+    answer recorded as such), under `key` (default: the critic); an LLM critic is asked with `prompt`
+    (`CriticConfig.llm_prompt`). With `ood_context` (Table 1's default preset) each diagnosis holds the
+    scene's other OOD factors, with `ood_first` the rules critic ranks out-of-distribution factors first."""
     from agents.config import CriticConfig
     from agents.critic.diagnose import diagnose
     from agents.llm.base import LLMOutputError
     from programs.seeds import seed_library
 
-    config = CriticConfig(allow_ood=True, ood_context=ood_context, ood_first=ood_first)
+    config = CriticConfig(allow_ood=True, ood_context=ood_context, ood_first=ood_first, llm_prompt=prompt)
+    key = key or critic
     for k, case in enumerate(cases):
         gen = seed_library()[case.family][0]
-        for setting in ("alone", "peers"):
+        for setting in settings:
             t0 = time.perf_counter()
             try:
                 dx: Any = diagnose(case.episode, gen, llm, critic="rules" if critic == "rules" else "llm",
                                    config=config, peers=case.peers if setting == "peers" else ())
             except LLMOutputError as e:  # an answer that cannot be used; a dead backend stops the benchmark
                 dx = f"unusable: {type(e).__name__}: {str(e)[:160]}"
-            case.diagnoses[f"{critic}/{setting}"] = dx
+            case.diagnoses[f"{key}/{setting}"] = dx
+            case.seconds[f"{key}/{setting}"] = round(time.perf_counter() - t0, 2)
             if critic != "rules":
-                log(f"{critic} {setting} {k + 1}/{len(cases)} {case.family} {case.factor}: "
+                log(f"{key} {setting} {k + 1}/{len(cases)} {case.family} {case.factor}: "
                     f"{getattr(dx, 'factor', dx)} ({time.perf_counter() - t0:.1f} s)")
 
 
@@ -263,6 +272,18 @@ def score(cases: list[Case]) -> dict[str, Any]:
                     "phase_right": sum(dx.phase == stuck[id(c)] for c, dx in phased), "phase_of": len(phased),
                     "unusable": sum(isinstance(dx, str) and dx.startswith("unusable") for _, dx in rows),
                     "by_family": {f: {"right": sum(v), "of": len(v)} for f, v in sorted(by_family.items())}}
+        secs = [c.seconds[key] for c, _ in rows if key in c.seconds]
+        if secs and not key.startswith("rules"):
+            out[key]["seconds"] = {"median": round(float(np.median(secs)), 1),
+                                   "p90": round(float(np.percentile(secs, 90)), 1), "n": len(secs)}
+        setting = key.rsplit("/", 1)[-1]
+        rules = f"rules/{setting}"
+        if key != rules and "/" in key:  # where it names another factor than the rules critic (both usable)
+            apart = [(c, dx) for c, dx in rows if named(c.diagnoses.get(rules)) and named(dx)
+                     and named(dx) != named(c.diagnoses[rules])]
+            out[key]["departs"] = {
+                "n": len(apart), "right": sum(named(dx) == c.factor for c, dx in apart),
+                "rules_right": sum(named(c.diagnoses[rules]) == c.factor for c, _ in apart)}
     return out
 
 
@@ -333,8 +354,15 @@ def table(scores: dict[str, Any]) -> str:
         phase = f"{s['phase_right']}/{s['phase_of']}" if s["phase_of"] else "–"
         fam = [f"{s['by_family'][f]['right']}/{s['by_family'][f]['of']}" if f in s["by_family"] else "–"
                for f in fams]
-        rows.append((key, f"{s['factor_right']}/{s['of']} ({pct:.0f} %)", phase, s["unusable"], *fam))
-    return "\n".join(md_table(("diagnoser", "factor right", "phase right", "unusable", *fams), rows))
+        d = s.get("departs")
+        departs = f"{d['n']} ({d['right']} right, rules {d['rules_right']})" if d else "–"
+        sec = s.get("seconds")
+        secs = f"{sec['median']} / {sec['p90']}" if sec else "–"
+        rows.append((key, f"{s['factor_right']}/{s['of']} ({pct:.0f} %)", phase, s["unusable"], departs, secs,
+                     *fam))
+    head = ("diagnoser", "factor right", "phase right", "unusable", "departs from rules (right; rules right)",
+            "s/call median / p90", *fams)
+    return "\n".join(md_table(head, rows))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -351,6 +379,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="factors moved out of distribution per scene (default 3, as Table 1's variants)")
     ap.add_argument("--critics", type=comma_list(choices=CRITICS), default=["rules"],
                     help=f"comma-separated of {', '.join(CRITICS)} (default rules)")
+    ap.add_argument("--prompts", type=comma_list(choices=PROMPTS), default=["hybrid"],
+                    help="how an LLM critic is asked, comma-separated: hybrid (it decides over the rules "
+                         "critic's ranked candidates) and/or alone (evidence and every factor); "
+                         "default hybrid")
+    ap.add_argument("--llm-settings", type=comma_list(choices=SETTINGS), default=list(SETTINGS),
+                    help="settings an LLM critic diagnoses in: alone (the episode only) and/or peers (with "
+                         "the family's other episodes, as the loop does); default both")
+    ap.add_argument("--local-structured", choices=("grammar", "tools"), default="grammar",
+                    help="how the local critic's answer is asked for: under the schema's grammar (default) "
+                         "or as a forced function call with the schema in the prompt (as before)")
+    ap.add_argument("--local-model", default=None,
+                    help="the embedded model of --critics local (a name of agents/llm/models.toml; default "
+                         "the default model)")
     ap.add_argument("--policy", type=Path, default=PRETRAINED, help="the policy whose failures are diagnosed")
     ap.add_argument("--base-url", help="OpenAI-compatible endpoint for --critics openai")
     ap.add_argument("--model", help="endpoint model name for --critics openai")
@@ -395,26 +436,32 @@ def main(argv: list[str] | None = None) -> int:
     timing = {}
     for critic in a.critics:
         llm = None if critic == "rules" else bench_llm(critic, a, log_dir)
-        t1 = time.perf_counter()
         try:
-            diagnose_all(cases if critic == "rules" else spread(cases, a.llm_max), critic, llm,
-                         ood_context=a.ood_context, ood_first=a.ood_first)
+            for prompt in ["hybrid"] if critic == "rules" else a.prompts:  # the rules critic reads none
+                key = critic if critic == "rules" else f"{critic}-{prompt}"
+                t1 = time.perf_counter()
+                diagnose_all(cases if critic == "rules" else spread(cases, a.llm_max), critic, llm,
+                             ood_context=a.ood_context, ood_first=a.ood_first, prompt=prompt, key=key,
+                             settings=SETTINGS if critic == "rules" else tuple(a.llm_settings))
+                timing[key] = round(time.perf_counter() - t1, 1)
         finally:
             if llm is not None:
                 llm.close()
-        timing[critic] = round(time.perf_counter() - t1, 1)
     scores = score(cases)
     res: dict[str, Any] = {"families": families, "draws": a.draws, "k": a.k, "policy": str(a.policy),
                            "seed": a.seed, "ood_context": a.ood_context, "ood_first": a.ood_first,
+                           "local_model": a.local_model, "local_structured": a.local_structured,
+                           "prompts": a.prompts,
                            "counts": counts, "scores": scores,
                            "critic_s": timing,
                            "cases": [{"family": c.family, "factor": c.factor, "side": c.side, "seed": c.seed,
                                       "moved": c.moved,
-                                      **{k: named(v) or str(v) for k, v in c.diagnoses.items()}}
+                                      **{k: named(v) or str(v) for k, v in c.diagnoses.items()},
+                                      "seconds": c.seconds}
                                      for c in cases]}
     if a.verify_n:
-        res["verification"] = verify_some(cases, a.critics, a.verify_n, a.verify, a.policy, a.workers, a.seed,
-                                          control=a.control)
+        res["verification"] = verify_some(cases, list(timing), a.verify_n, a.verify, a.policy, a.workers,
+                                          a.seed, control=a.control)
     res["wall_s"] = round(time.perf_counter() - t0, 1)
     print(table(scores))
     if "verification" in res:

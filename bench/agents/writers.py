@@ -139,7 +139,7 @@ def run_examples(memories: Sequence[tuple[Path, Any]], mode: Any, k: int) -> lis
 
 
 def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
-             threshold: float = 0.9) -> dict[str, Any]:
+             threshold: float = 0.9, form: str = "stage") -> dict[str, Any]:
     from agents.config import WriterConfig
     from agents.llm.base import LLMOutputError
     from agents.writers.training import write_training_program
@@ -152,7 +152,8 @@ def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
 
     def make(feedback: str | None) -> tuple[Any, str]:
         try:
-            tp = write_training_program(dx, seed, llm, feedback=feedback, config=WriterConfig(allow_ood=True))
+            tp = write_training_program(dx, seed, llm, feedback=feedback,
+                                        config=WriterConfig(allow_ood=True, training_form=form))
         except LLMOutputError as e:
             return None, f"{type(e).__name__}: {e}"
         return tp, format_errors(check_training(tp)) or ""
@@ -213,6 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--attempts", type=int, default=3, help="writer calls per program, feedback between")
     ap.add_argument("--demos", type=int, default=6, help="expert demonstrations per family (agreement)")
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads of the local writer")
+    ap.add_argument("--training-form", choices=("stage", "subgoals"), default="stage",
+                    help="what an LLM training writer writes: one subgoal inserted into the family's program "
+                         "(stage, the loop's default) or the whole list (subgoals; rows labelled +subgoals)")
+    ap.add_argument("--local-model", default=None,
+                    help="the embedded model of --writers local (a name of agents/llm/models.toml; default "
+                         "the default model)")
     ap.add_argument("--examples", type=int, default=0,
                     help="show LLM generation writers up to K worked examples from the runs' procedural "
                          "memory (rows labelled <writer>+examples<K>; default 0: none)")
@@ -246,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         for w in a.writers:
             k_ex = a.examples if w != "rules" else 0
             label = f"{w}+examples{k_ex}" if k_ex else w
+            if w != "rules" and a.training_form != "stage":
+                label += f"+{a.training_form}"
             todo = [(k, f, dx) for k, (f, dx) in enumerate(dxs) if (label, f, dx.text()[:200]) not in done]
             if not todo:
                 continue
@@ -255,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                 for k, family, dx in todo:
                     row = {"writer": label, "family": family, "diagnosis": dx.text()[:200],
                            "generation": generation(family, dx, llm, sandbox, a.attempts, k_ex, memories),
-                           "training": training(family, dx, llm, demos[family], a.attempts)}
+                           "training": training(family, dx, llm, demos[family], a.attempts,
+                                                form=a.training_form)}
                     rows.append(row)
                     print(f"{label} {k + 1}/{len(dxs)} {family} {dx.factor}/{dx.phase}: generation passed at "
                           f"{row['generation']['passed_at']}, training at {row['training']['passed_at']} "

@@ -28,6 +28,7 @@ from experiments.table.record import (
     commit_files,
     metrics_rows,
     provenance,
+    row_name,
     sha256,
     table_files,
 )
@@ -295,11 +296,13 @@ def bootstrap_record(preset: TablePreset, seed: int, critic: str, workers: int, 
 def pending_cell(preset: TablePreset, method: str, seed: int, critic: str, workers: int, out: Path,
                  results: Path, log: Any) -> tuple[RunConfig, Path, Path] | None:
     """(config, run directory, record path) of a cell still to run; None (and a log line) when recorded."""
-    record = results / preset.table / f"{method}_seed{seed}.json"
+    cfg = cell_config(preset, method, seed, critic, workers)
+    row = row_name(cfg)
+    record = results / preset.table / f"{row}_seed{seed}.json"
     if record.exists():
-        log(f"{method} seed {seed}: recorded, skipped")
+        log(f"{row} seed {seed}: recorded, skipped")
         return None
-    cfg, run = cell_config(preset, method, seed, critic, workers), out / f"{method}_seed{seed}"
+    run = out / f"{row}_seed{seed}"
     if preset.extends is not None and not run.exists():
         from experiments.table.fork import extended_cell
 

@@ -70,6 +70,14 @@ def forked_from(run: Path) -> dict[str, Any] | None:
     return json.loads(note.read_text()) if note.exists() else None
 
 
+def row_name(cfg: RunConfig) -> str:
+    """The table row of a cell: its method, marked with the LLM backend when a diagnosis-driven method ran
+    with an LLM critic and writers (`coda+local`) — a row of its own beside the rules row, on the same
+    bootstraps. A method without a critic is the same row whichever critic the table was asked for."""
+    llm_row = cfg.critic_kind != "rules" and cfg.method_config.diagnose
+    return f"{cfg.method}+{cfg.llm}" if llm_row else cfg.method
+
+
 def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float, boot_hash: str | None,
                 preset_name: str) -> dict[str, Any]:
     rows = metrics_rows(run)
@@ -78,7 +86,7 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
     accepted = {r["round"]: r.get("generation", {}).get("accepted", {}) for r in rows if r["round"] > 0}
     policy0 = run / "policy" / "round_00.safetensors"
     return {
-        "method": cfg.method, "seed": cfg.seed, "preset": preset_name, "families": list(cfg.families),
+        "method": row_name(cfg), "seed": cfg.seed, "preset": preset_name, "families": list(cfg.families),
         "critic": cfg.critic_kind if cfg.method_config.diagnose else None, "llm": cfg.llm,
         "ood": {f: final[f]["ood"] for f in cfg.families},
         "ood_single": {f: final[f]["ood_single"] for f in cfg.families},

@@ -95,6 +95,12 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
         entry["seeds"] = [c["seed"] for c in cs]
         entry["flagged_cells"] = sum(c["integrity"]["flagged"] for c in cs)
         entry["fallback_slots"] = sum(c["integrity"]["fallback_slots"] for c in cs)
+        entry["slots"] = sum(c["integrity"].get("slots", 0) for c in cs)
+        unusable: dict[str, int] = defaultdict(int)
+        for c in cs:
+            for kind, n in c["integrity"].get("unusable_answers", {}).items():
+                unusable[kind] += n
+        entry["unusable_answers"] = dict(sorted(unusable.items()))
         entry["wall_s"] = round(sum(c["wall_s"] for c in cs), 1)
         entry["critic"] = cs[0]["critic"]
         shares = [x for x in map(mode_budget_share, cs) if x is not None]
@@ -184,6 +190,21 @@ def uneven_seeds(table: dict[str, Any]) -> list[str]:
             "`python -m experiments.table.table_power`."]
 
 
+def llm_integrity(table: dict[str, Any]) -> list[str]:
+    """A note on the rows run with an LLM critic and writers (`coda+local`): the generation slots that fell
+    back to the seed distribution, and the model's unusable answers by prompt and problem."""
+    rows = []
+    for m, e in table["methods"].items():
+        if "+" not in m:
+            continue
+        bad = ", ".join(f"{k} {n}" for k, n in e.get("unusable_answers", {}).items()) or "none"
+        rows.append(f"`{m}` {e['fallback_slots']} of {e.get('slots', 0)} slots fell back, unusable answers: "
+                    f"{bad}")
+    if not rows:
+        return []
+    return [f"**LLM rows** (critic and writers by the model named after `+`): {'; '.join(rows)}."]
+
+
 def suite_folder(name: str) -> str:
     from experiments.table.suites import suite_set
 
@@ -219,6 +240,7 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
         f"Equal generation budget across methods (accepted scenes per family per round): "
         f"{'yes' if table['equal_budget'] else 'NO'}.",
         *uneven_seeds(table),
+        *llm_integrity(table),
         *([note] if (note := compute_note(table)) else []),
         f"Command: `{meta['command']}` · cells computed at commit(s) {', '.join(meta['cell_commits'])} · "
         f"table written at {meta['commit']} · {meta['versions']}",

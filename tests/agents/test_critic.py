@@ -6,10 +6,13 @@ import numpy as np
 import pytest
 
 from agents.critic.diagnose import (
+    CANDIDATES,
+    REASON_CHARS,
     AnswerError,
     CriticConfig,
     DiagnosisOut,
     answer_to_diagnosis,
+    critic_request,
     diagnose,
     summarize_failure,
 )
@@ -119,9 +122,12 @@ GOOD = {"factor": "obj_yaw", "phase": "grasp", "explanation": "The cube was turn
         "confidence": 0.8}
 
 
+ALONE = CriticConfig(llm_prompt="alone")
+
+
 def test_llm_critic_validates_and_builds_a_diagnosis():
     llm, completer = queued_llm(GOOD)
-    dx = diagnose(yaw_grasp_failure(), GEN, llm, critic="llm")
+    dx = diagnose(yaw_grasp_failure(), GEN, llm, critic="llm", config=ALONE)
     assert (dx.factor, dx.phase, dx.critic_id, dx.confidence) == ("obj_yaw", "grasp", "fake/fake-model", 0.8)
     lo, hi = dx.edit["obj_yaw"]
     assert lo < 0.5 < hi
@@ -129,9 +135,44 @@ def test_llm_critic_validates_and_builds_a_diagnosis():
     assert "obj_yaw [spatial] = 0.55" in user and "0.55 rad" in user and "grasp" in user
 
 
-@pytest.mark.parametrize(("bad", "message"), [
-    ({**GOOD, "factor": "object_yaw"}, "unknown factor 'object_yaw'. Did you mean 'obj_yaw'"),
-    ({**GOOD, "phase": "grasping"}, "unknown phase 'grasping'; choose one of: approach, grasp"),
+def test_the_llm_critics_schemas_hold_only_what_the_scene_and_family_have():
+    """Decoded under these schemas (llama.cpp's grammar), a factor or a phase that does not exist cannot be
+    written. The hybrid answer chooses among the rules critic's candidates, in their order."""
+    sm = summarize_failure(yaw_grasp_failure(), schema=GEN.factors)
+    alone = critic_request(sm, GEN, ALONE).schema.model_json_schema()["properties"]
+    assert list(alone) == ["explanation", "phase", "factor", "value", "confidence"]  # the reason first
+    assert alone["phase"]["enum"] == [p for p in get_family("pick_place").phases if p != "done"]
+    assert alone["factor"]["enum"] == [f.name for f in GEN.factors if sm.factor(f.name).live]
+    request = critic_request(sm, GEN, CriticConfig())  # the default: hybrid
+    hybrid = request.schema.model_json_schema()["properties"]
+    assert list(hybrid) == ["keep", "factor", "explanation"]  # no phase: where it got stuck
+    ranked = [c.reading.name for c in rank_factors(sm, {f.name for f in GEN.factors}, ood_first=True)]
+    assert hybrid["factor"]["enum"] == ranked[:CANDIDATES] and ranked[0] == "obj_yaw"
+    assert hybrid["explanation"]["maxLength"] == REASON_CHARS
+
+
+def test_the_hybrid_critic_keeps_the_first_candidate_or_overrides_it_with_a_later_one():
+    rules = diagnose(yaw_grasp_failure(), GEN)
+    second = critic_request(summarize_failure(yaw_grasp_failure(), schema=GEN.factors), GEN,
+                            CriticConfig()).ranked[1].reading.name
+    keep = {"keep": True, "factor": second, "explanation": "The yaw jammed the grasp."}
+    llm, completer = queued_llm(keep, {**keep, "keep": False, "explanation": "Too heavy."})
+    dx = diagnose(yaw_grasp_failure(), GEN, llm, critic="llm")
+    user = completer.requests[0].user
+    assert "Candidates, best first:\n1. obj_yaw = 0.55" in user and "0.55 rad off" in user
+    assert "Stuck in: grasp" in user and "At the failure" not in user  # compact: no line of raw numbers
+    assert completer.requests[0].system.endswith("a few words citing the evidence.")  # instructions: static
+    assert (dx.factor, dx.phase, dx.confidence) == ("obj_yaw", "grasp", rules.confidence)  # kept: candidate 1
+    assert dx.edit == rules.edit  # the scene's value, as the rules critic edits it
+    over = diagnose(yaw_grasp_failure(), GEN, llm, critic="llm")
+    assert (over.factor, over.phase, over.confidence) == (second, "grasp", 0.5)
+    assert over.explanation == "Too heavy."
+    assert completer.requests[1].system == completer.requests[0].system
+
+
+@pytest.mark.parametrize(("bad", "message"), [  # an endpoint that does not enforce the schema's enums
+    ({**GOOD, "factor": "object_yaw"}, "factor: Input should be 'target', 'template'"),
+    ({**GOOD, "phase": "grasping"}, "phase: Input should be 'approach', 'grasp'"),
     ({**GOOD, "value": 2.5}, "outside its allowed range [-0.6, 0.6]"),
     ({**GOOD, "value": "sideways"}, "'sideways' is not"),
     ({**GOOD, "factor": "color", "value": "purple"}, "'purple' is not a choice of factor 'color'"),
@@ -139,7 +180,7 @@ def test_llm_critic_validates_and_builds_a_diagnosis():
 ])
 def test_llm_critic_feeds_schema_violations_back_and_retries(bad, message):
     llm, completer = queued_llm(bad, GOOD)
-    dx = diagnose(yaw_grasp_failure(), GEN, llm, critic="llm")
+    dx = diagnose(yaw_grasp_failure(), GEN, llm, critic="llm", config=ALONE)
     assert dx.factor == "obj_yaw"
     assert len(completer.requests) == 2
     assert message in completer.requests[1].user  # the error reached the second attempt's prompt
@@ -152,16 +193,18 @@ def test_llm_critic_retries_malformed_and_truncated_output_then_reports_the_last
     truncated = Completion(text='{"factor": "obj_y', tool_called=True, finish_reason="length")
     llm, completer = queued_llm("I think it was the yaw.", "{not json", truncated)
     with pytest.raises(LLMOutputError) as info:
-        diagnose(yaw_grasp_failure(), GEN, llm, critic="llm", config=CriticConfig(retries=2))
+        diagnose(yaw_grasp_failure(), GEN, llm, critic="llm",
+                 config=CriticConfig(retries=2, llm_prompt="alone"))
     assert info.value.problem == "truncated" and len(completer.requests) == 3
     assert "invalid_json" in completer.requests[2].user  # each retry saw the previous problem
 
 
 def test_llm_critic_gives_up_with_a_clear_schema_error():
     llm, _ = queued_llm({**GOOD, "factor": "weather"}, {**GOOD, "factor": "weather"})
-    with pytest.raises(AnswerError) as info:
-        diagnose(yaw_grasp_failure(), GEN, llm, critic="llm", config=CriticConfig(retries=1))
-    assert info.value.problem == "schema" and "unknown factor 'weather'" in info.value.feedback()
+    with pytest.raises(LLMOutputError) as info:
+        diagnose(yaw_grasp_failure(), GEN, llm, critic="llm",
+                 config=CriticConfig(retries=1, llm_prompt="alone"))
+    assert info.value.problem == "schema" and "factor: Input should be 'target'" in info.value.feedback()
 
 
 def test_answer_choice_values_are_coerced_and_pinned():
@@ -242,10 +285,10 @@ def test_keyframes_go_to_image_capable_models_only(tmp_path):
     frames = [save_png(np.zeros((8, 8, 3), np.uint8), tmp_path / f"k{i}.png") for i in range(4)]
     ep.keyframes = [str(p) for p in frames]
     llm, completer = queued_llm(GOOD, images=True)
-    diagnose(ep, GEN, llm, critic="llm")
+    diagnose(ep, GEN, llm, critic="llm", config=ALONE)
     assert len(completer.requests[0].images) == 3  # CriticConfig.max_keyframes, the last ones
     llm, completer = queued_llm(GOOD)
-    diagnose(ep, GEN, llm, critic="llm")
+    diagnose(ep, GEN, llm, critic="llm", config=ALONE)
     assert completer.requests[0].images == ()
 
 

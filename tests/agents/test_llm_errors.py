@@ -18,7 +18,7 @@ from agents.llm import (
     PromptedLLM,
     ResponseCache,
 )
-from agents.llm.contract import cases
+from agents.llm.contract import cases, contract_inputs
 from tests.fakes.openai_server import FakeOpenAIServer, error_reply, text_reply, tool_call_reply
 
 DIAGNOSE, SUBGOALS = cases()[0], cases()[2]
@@ -55,7 +55,7 @@ def test_bad_structured_output_raises_a_typed_error_with_the_raw_text(
     with pytest.raises(LLMOutputError) as info:
         _diagnose(llm)
     err = info.value
-    assert err.problem == problem and err.prompt_name == "critic_diagnose"
+    assert err.problem == problem and err.prompt_name == "critic_hybrid"
     assert raw in err.raw
     assert raw in err.feedback() and problem in err.feedback()
     (row,) = log.read()
@@ -88,9 +88,9 @@ def test_the_request_forces_the_schema_function_and_carries_max_tokens(fake_open
     llm.structured(SUBGOALS.prompt, SUBGOALS.variables, SUBGOALS.schema, max_tokens=321)
     body = fake_openai.requests[-1]
     assert body["max_tokens"] == 321  # llama.cpp ignores max_completion_tokens
-    assert body["tool_choice"]["function"]["name"] == "SubgoalsOut"
+    assert body["tool_choice"]["function"]["name"] == "StageOut"
     params = body["tools"][0]["function"]["parameters"]
-    assert "subgoals" in params["properties"]
+    assert params["properties"]["before"]["enum"] == [g.name for g in contract_inputs()["training"].subgoals]
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
 
 
@@ -110,7 +110,7 @@ def test_images_travel_as_png_data_urls(fake_openai: FakeOpenAIServer, tmp_path:
 def test_an_http_error_is_a_backend_error(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     llm, log = _llm(fake_openai.base_url, tmp_path)
     fake_openai.push(error_reply(500, "model exploded"))
-    with pytest.raises(LLMBackendError, match="critic_diagnose"):
+    with pytest.raises(LLMBackendError, match="critic_hybrid"):
         _diagnose(llm)
     assert log.read()[0]["error"] == "LLMBackendError"
 

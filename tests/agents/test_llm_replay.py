@@ -58,11 +58,11 @@ def test_an_unseen_prompt_fails_loudly_naming_it(fake_openai: FakeOpenAIServer, 
     path = tmp_path / "rec.json"
     _ask(_recorder(path, fake_openai.base_url))
     replay = PromptedLLM(ReplayCompleter(path))
-    with pytest.raises(ReplayMissError, match="critic_diagnose") as info:
+    with pytest.raises(ReplayMissError, match="critic_hybrid") as info:
         _ask(replay, {**DIAGNOSE.variables, "instruction": "stack the cubes"})
-    assert "1 recordings of 'critic_diagnose' exist with other content" in str(info.value)
+    assert "1 recordings of 'critic_hybrid' exist with other content" in str(info.value)
     other = cases()[2]
-    with pytest.raises(ReplayMissError, match="no recording of prompt 'writer_training' at all"):
+    with pytest.raises(ReplayMissError, match="no recording of prompt 'writer_stage' at all"):
         replay.structured(other.prompt, other.variables, other.schema, max_tokens=other.max_tokens)
 
 

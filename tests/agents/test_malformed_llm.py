@@ -15,10 +15,10 @@ from agents.graph.rundir import read_json, read_metrics
 from agents.llm import CallLog, OpenAIConfig, make_llm
 from tests.agents.graphkit import accepted_per_family, config, run_graph
 from tests.fakes.agents import ScriptedAgents
-from tests.fakes.openai_server import FakeOpenAIServer, Reply, text_reply, tool_call_reply, tool_name
+from tests.fakes.openai_server import FIRST, FakeOpenAIServer, Reply, text_reply, tool_call_reply, tool_name
 from tests.fakes.trainer import FakeTrainer
 
-GOOD_DIAGNOSIS = {"factor": "obj_yaw", "phase": "approach", "confidence": 0.8,
+GOOD_DIAGNOSIS = {"keep": True, "factor": FIRST, "phase": "approach",  # the hybrid critic keeps candidate 1
                   "explanation": "The object is turned 0.5 rad, so the fingers never line up with its faces."}
 BAD = (  # one of each kind of unusable answer
     tool_call_reply('{"factor": "obj_yaw", "phase": '),  # invalid JSON
@@ -83,7 +83,7 @@ def test_unusable_critic_answers_are_retried_then_reported(llm_run) -> None:
     problems = {c["error"] for c in calls if not c["ok"]}
     assert {"invalid_json", "truncated", "no_tool_call"} <= problems  # rejected by the backend's parser
     fed_back = [r["messages"][-1]["content"] for r in server.requests]
-    assert any("unknown factor 'table_colour'" in m for m in fed_back)  # rejected by the critic's check
+    assert any("factor: Input should be" in m and "table_colour" in m for m in fed_back)  # not a candidate
     assert len(calls) == 1 + deps.config.max_retries  # bounded: one loop, 1 + K critic calls per episode
     row = read_metrics(deps.run.root / "metrics.jsonl")[-1]
     assert row["critic"]["critic_failures"] == 1 and row["cost_total"]["llm_calls"] == len(calls)
@@ -96,16 +96,18 @@ def test_the_error_is_fed_back_and_a_later_answer_is_used(llm_run) -> None:
     final = run_graph(deps)
     assert len(final["diagnoses"]) == 1 and not final["critic_failures"]
     rec = read_json(deps.run.root / final["diagnoses"][0])
-    assert rec["diagnosis"]["factor"] == "obj_yaw" and rec["diagnosis"]["critic_id"].startswith("openai")
+    first = server.requests[2]["tools"][0]["function"]["parameters"]["properties"]["factor"]["enum"][0]
+    assert rec["diagnosis"]["factor"] == first and rec["diagnosis"]["critic_id"].startswith("openai")
     third = server.requests[2]["messages"][-1]["content"]
-    assert "table_colour" in third and "unknown factor" in third  # the exact complaint, fed back
-    critic = [c["ok"] for c in log.read() if c["prompt_name"] == "critic_diagnose"]
-    assert critic == [False, True, True]  # the 2nd parsed, then failed the critic's own check
+    assert "table_colour" in third and "factor: Input should be" in third  # the exact complaint, fed back
+    critic = [c["ok"] for c in log.read() if c["prompt_name"] == "critic_hybrid"]
+    assert critic == [False, False, True]  # malformed, then a factor that is not a candidate, then used
 
 
 def _broken_writer(body: dict[str, Any]) -> Reply:
-    if tool_name(body) == "SubgoalsOut":
-        return tool_call_reply({"subgoals": [{"name": "x", "done": "grasped(object", "progress": "0"}]})(body)
+    if tool_name(body) == "StageOut":
+        return tool_call_reply({"name": "x", "before": FIRST, "condition": "grasped(object",
+                                "progress": "0"})(body)
     return tool_call_reply('{"edits": [', finish_reason="length")(body)
 
 

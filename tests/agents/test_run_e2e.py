@@ -21,7 +21,7 @@ from agents.llm import CallLog, OpenAIConfig, ReplayConfig, make_llm
 from studies.libero_round_dev import round_groups
 from tests.agents.graphkit import config, files, run_graph
 from tests.agents.test_malformed_llm import GOOD_DIAGNOSIS, CriticFromLLM
-from tests.fakes.openai_server import FakeOpenAIServer, tool_call_reply, tool_name
+from tests.fakes.openai_server import FIRST, FakeOpenAIServer, tool_call_reply, tool_name
 from tests.fakes.trainer import FakeTrainer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,6 +119,8 @@ WRITER_ANSWERS = {
         {"name": "place", "done": "on(object, target)",
          "progress": "1 - clip(xy_dist(object, target) / 0.3, 0, 1)"},
     ]},
+    "StageOut": {"name": "near_object", "before": FIRST, "condition": "dist('ee', object) < 0.1",
+                 "progress": "1 - clip(dist('ee', object) / 0.4, 0, 1)"},
 }
 
 
@@ -166,7 +168,7 @@ def test_replay_backend_reruns_a_recorded_loop_offline(tmp_path: Path) -> None:
         record = ReplayConfig(path=recordings, mode="record", record_backend="openai", record_config=endpoint)
         first, first_calls = _run(tmp_path / "recorded", record)
         asked = len(server.requests)
-    assert asked >= 3 and {c["prompt_name"] for c in first_calls} >= {"critic_diagnose", "writer_training",
+    assert asked >= 3 and {c["prompt_name"] for c in first_calls} >= {"critic_hybrid", "writer_stage",
                                                                         "writer_generation"}
     second, second_calls = _run(tmp_path / "replayed", ReplayConfig(path=recordings))  # no endpoint now
     assert [c["prompt_hash"] for c in second_calls] == [c["prompt_hash"] for c in first_calls]

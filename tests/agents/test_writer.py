@@ -23,6 +23,8 @@ from sim.episode import run_episode
 from sim.families import get_family
 from tests.fakes.agents_fakes import queued_llm
 
+LIST = WriterConfig(retries=0, training_form="subgoals")  # the training writer asked for the whole list
+
 LIB = seed_library()
 GEN, TRAIN = LIB["pick_place"]
 
@@ -89,9 +91,36 @@ def test_llm_writer_applies_checked_edits_in_one_lineage_step():
     assert "def generate" not in user  # no source unless asked for
 
 
+def test_the_writers_schemas_bound_what_a_model_can_write():
+    """Decoded under these schemas (llama.cpp's grammar) an unknown factor, a fifth edit, a source nobody
+    asked for or an endless expression cannot be written; an endpoint that does not enforce them is
+    refused at parsing, with the schema's words fed back."""
+    from agents.writers.generation import generation_schema
+    from agents.writers.training import EXPRESSION_CHARS, SubgoalsOut
+
+    schema = generation_schema([f.name for f in GEN.factors], allow_source=False).model_json_schema()
+    assert list(schema["properties"]) == ["rationale", "edits"]  # no `source` unless asked for
+    assert schema["properties"]["edits"]["minItems"] == 1 and schema["properties"]["edits"]["maxItems"] == 4
+    edit = next(iter(schema["$defs"].values()))["properties"]
+    assert edit["factor"]["enum"] == [f.name for f in GEN.factors]
+    sub = SubgoalsOut.model_json_schema()["$defs"]["SubgoalOut"]["properties"]
+    assert sub["done"]["maxLength"] == EXPRESSION_CHARS and sub["name"]["pattern"] == "^[a-z_][a-z0-9_]*$"
+    llm, _ = queued_llm({"edits": [{"factor": "object_yaw", "low": 0.4, "high": 0.6}]})
+    with pytest.raises(LLMOutputError) as info:
+        write_generation_program(mode(), GEN, llm, config=WriterConfig(retries=0))
+    assert info.value.problem == "schema"
+    assert "edits.0.factor: Input should be 'target'" in info.value.feedback()
+    twice = {"subgoals": [stage("reach", "near(ee, object)"), stage("reach", "on(object, target)")]}
+    llm, _ = queued_llm(twice)
+    with pytest.raises(LLMOutputError, match="each subgoal needs its own name; repeated: reach"):
+        write_training_program(dx(), TRAIN, llm, config=LIST)
+    llm, _ = queued_llm({"subgoals": [stage("Reach Stage", "near(ee, object)"),
+                                      stage("place", "on(object, target)")]})
+    with pytest.raises(LLMOutputError, match="subgoals.0.name: String should match pattern"):
+        write_training_program(dx(), TRAIN, llm, config=LIST)
+
+
 @pytest.mark.parametrize(("edits", "message"), [
-    ([{"factor": "object_yaw", "low": 0.4, "high": 0.6}],
-     "unknown factor 'object_yaw'. Did you mean 'obj_yaw'"),
     ([{"factor": "obj_yaw", "low": 0.4, "high": 0.9}], "outside its allowed range [-0.6, 0.6]"),
     ([{"factor": "obj_yaw", "low": 0.5, "high": 0.4}], "low 0.5 is above high 0.4"),
     ([{"factor": "obj_yaw", "low": 0.5}], "needs both low and high"),
@@ -123,7 +152,7 @@ def test_llm_writer_retries_with_feedback_and_the_caller_can_pass_feedback():
                                  config=WriterConfig(retries=1))
     assert p.factor("obj_yaw").range == (0.4, 0.6)
     assert "object fell off the table" in completer.requests[0].user
-    assert "Did you mean 'obj_yaw'" in completer.requests[1].user
+    assert "edits.0.factor: Input should be 'target'" in completer.requests[1].user
 
 
 def test_llm_writer_rejects_malformed_output_without_crashing():
@@ -135,8 +164,8 @@ def test_llm_writer_rejects_malformed_output_without_crashing():
 
 def test_llm_writer_source_is_checked_statically_and_in_the_sandbox():
     bad_import = GEN.source.replace("import numpy as np", "import os\nimport numpy as np")
-    llm, _ = queued_llm({"source": bad_import, "edits": []})
-    with pytest.raises(WriterError, match="a new source was not asked for"):
+    llm, _ = queued_llm({"source": bad_import, "edits": []})  # not asked for: not in the schema, not read
+    with pytest.raises(LLMOutputError, match="edits: List should have at least 1 item"):
         write_generation_program(mode(), GEN, llm)
     cfg = WriterConfig(allow_source=True)
     llm, completer = queued_llm({"source": bad_import, "edits": []})
@@ -203,7 +232,7 @@ GOOD_SUBGOALS = {"subgoals": [
 def test_llm_training_program_is_checked_and_keeps_the_verifier():
     answer = {"subgoals": [*GOOD_SUBGOALS["subgoals"][:2], stage("place", "lifted(object, 0.1)")]}
     llm, completer = queued_llm(answer)
-    tp = write_training_program(dx(), TRAIN, llm, mode_id="obj_yaw_grasp")
+    tp = write_training_program(dx(), TRAIN, llm, mode_id="obj_yaw_grasp", config=LIST)
     assert [g.name for g in tp.subgoals] == ["reach", "grasp", "place"]
     assert tp.subgoals[-1].done == TRAIN.subgoals[-1].done and "replaced by the verifier" in tp.diagnosis
     assert tp.roles == TRAIN.roles and check_training(tp) == []
@@ -214,22 +243,43 @@ def test_llm_training_program_is_checked_and_keeps_the_verifier():
 @pytest.mark.parametrize(("subgoals", "message"), [
     ([stage("reach", "graspd(object)"), stage("place", "on(object, target)")], "did you mean 'grasped'"),
     ([stage("reach", "dist('ee', object)"), stage("place", "on(object, target)")], "must be true/false"),
-    ([stage("Reach Stage", "grasped(object)"), stage("place", "on(object, target)")],
-     "subgoal 1 name 'Reach Stage' must be snake_case"),
-    ([stage("reach", "grasped(object)"), stage("reach", "on(object, target)")], "duplicate subgoal names"),
-])
+])  # a name that is not snake_case, or repeated, is the schema's to refuse (test_the_writers_schemas_...)
 def test_llm_training_errors_are_reported_for_retry(subgoals, message):
     llm, _ = queued_llm({"subgoals": subgoals})
     with pytest.raises(WriterError) as info:
-        write_training_program(dx(), TRAIN, llm)
+        write_training_program(dx(), TRAIN, llm, config=LIST)
     assert message in info.value.detail and message in info.value.feedback()
 
 
 def test_llm_training_schema_violation_is_an_output_error():
     llm, _ = queued_llm({"subgoals": [stage("place", "on(object, target)")]})  # fewer than 2 stages
     with pytest.raises(LLMOutputError) as info:
-        write_training_program(dx(), TRAIN, llm)
+        write_training_program(dx(), TRAIN, llm, config=LIST)
     assert info.value.problem == "schema" and "subgoals" in info.value.detail
+
+
+def test_the_stage_writer_inserts_one_subgoal_the_model_writes_into_the_familys_program():
+    """The default form: the model names one subgoal, where it goes and its two expressions; the program
+    is the family's with it inserted, its `done` chained to the next stage's so it stays true."""
+    answer = {"name": "centred", "before": "grasp", "condition": "xy_dist('ee', object) < 0.01",
+              "progress": "1 - clip(xy_dist('ee', object) / 0.03, 0, 1)"}
+    llm, completer = queued_llm(answer)
+    tp = write_training_program(dx(), TRAIN, llm, mode_id="obj_yaw_grasp")
+    names = [g.name for g in TRAIN.subgoals]
+    k = names.index("grasp")
+    assert [g.name for g in tp.subgoals] == [*names[:k], "centred", *names[k:]] and check_training(tp) == []
+    assert tp.subgoals[k].done == f"({TRAIN.subgoals[k].done}) or (xy_dist('ee', object) < 0.01)"
+    assert tp.subgoals[k + 1:] == TRAIN.subgoals[k:] and tp.fingerprint != TRAIN.fingerprint
+    request = completer.requests[0]
+    assert request.prompt_name == "writer_stage"
+    assert request.schema.model_json_schema()["properties"]["before"]["enum"] == names
+    assert "An example of a good answer, for the approach phase: name = near_object" in request.user
+    taken = {**answer, "name": "grasp"}  # a name the program has, then an expression it cannot read
+    llm, completer = queued_llm(taken, {**answer, "condition": "graspd(object)"}, answer)
+    tp = write_training_program(dx(), TRAIN, llm, config=WriterConfig(retries=2))
+    assert "already has a subgoal 'grasp'" in completer.requests[1].user
+    assert "did you mean 'grasped'" in completer.requests[2].user
+    assert "centred" in [g.name for g in tp.subgoals]
 
 
 def test_rules_writer_repairs_its_own_program_by_backing_off_towards_the_centre():
@@ -311,5 +361,5 @@ def test_the_training_schema_allows_as_many_subgoals_as_the_prompt_asks_for():
     too_many = {"subgoals": [stage(f"s{i}", "on(object, target)") for i in range(MAX_SUBGOALS + 1)]}
     llm, _ = queued_llm(too_many)
     with pytest.raises(LLMOutputError) as info:
-        write_training_program(dx(), TRAIN, llm)
+        write_training_program(dx(), TRAIN, llm, config=LIST)
     assert info.value.problem == "schema"

@@ -77,6 +77,23 @@ def test_a_mostly_fallen_back_diagnosis_cell_is_flagged():
     assert not record.integrity(sft, rows)["flagged"]
 
 
+def test_an_llm_critic_makes_rows_of_its_own_with_their_integrity_in_the_table():
+    """`--critic local` runs CoDA as `coda+local` (its own record and run folder, beside the rules row on the
+    same bootstraps); a method without a critic stays the one row."""
+    smoke = presets.TABLES.get("smoke")
+    assert record.row_name(table_cells.cell_config(smoke, "coda", 0, "local", 1)) == "coda+local"
+    assert record.row_name(table_cells.cell_config(smoke, "coda", 0, "rules", 1)) == "coda"
+    assert record.row_name(table_cells.cell_config(smoke, "uniform", 0, "local", 1)) == "uniform"
+    llm = {**_cell("coda+local", 0, 30.0), "critic": "llm",
+           "integrity": {"flagged": False, "fallback_slots": 2, "slots": 8,
+                         "unusable_answers": {"critic_hybrid/schema": 1}}}
+    table = stats.aggregate([_cell("coda", 0, 20.0), llm], "x")
+    assert table["methods"]["coda+local"]["unusable_answers"] == {"critic_hybrid/schema": 1}
+    note = stats.llm_integrity(table)
+    assert note == ["**LLM rows** (critic and writers by the model named after `+`): `coda+local` 2 of 8 "
+                    "slots fell back, unusable answers: critic_hybrid/schema 1."]
+
+
 def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
     out, results, table = smoke_table
     assert list(table["methods"]) == list(stats.TABLE_METHODS) and table["equal_budget"]

@@ -33,12 +33,25 @@ def tool_name(body: dict[str, Any]) -> str:
     return tools[0]["function"]["name"] if tools else ""
 
 
+FIRST = "<first>"  # an argument value that stands for the first value of that field's enum in the request
+
+
+def first_of_enums(arguments: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` with each `FIRST` value replaced by the first value of its field's enum in the requested
+    function's schema (the critic's factor enum lists the failure's candidates: they depend on the scene)."""
+    tools = body.get("tools") or []
+    props = tools[0]["function"]["parameters"].get("properties", {}) if tools else {}
+    return {k: props[k]["enum"][0] if v == FIRST and "enum" in props.get(k, {}) else v
+            for k, v in arguments.items()}
+
+
 def tool_call_reply(arguments: dict[str, Any] | str, *, name: str = "", finish_reason: str = "tool_calls",
                     tokens: tuple[int, int] = (50, 20)) -> Callable[[dict[str, Any]], Reply]:
-    """A reply calling the requested function with `arguments` (a dict, or raw text for malformed JSON)."""
+    """A reply calling the requested function with `arguments` (a dict, or raw text for malformed JSON; a
+    `FIRST` value becomes its field's first enum value)."""
 
     def reply(body: dict[str, Any]) -> Reply:
-        args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        args = arguments if isinstance(arguments, str) else json.dumps(first_of_enums(arguments, body))
         function = {"name": name or tool_name(body), "arguments": args}
         call = {"id": "call_0", "type": "function", "function": function}
         return 200, _completion(body, {"role": "assistant", "content": None, "tool_calls": [call]},
