@@ -19,7 +19,7 @@ from agents.llm import (
     ResponseCache,
 )
 from agents.llm.contract import cases, contract_inputs
-from tests.fakes.openai_server import FakeOpenAIServer, error_reply, text_reply, tool_call_reply
+from tests.fakes.openai_server import FIRST, FakeOpenAIServer, error_reply, text_reply, tool_call_reply
 
 DIAGNOSE, SUBGOALS = cases()[0], cases()[2]
 
@@ -126,7 +126,7 @@ def test_an_unreachable_endpoint_is_a_backend_error(tmp_path: Path) -> None:
 
 def test_tokens_and_latency_are_logged(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     llm, log = _llm(fake_openai.base_url, tmp_path)
-    fake_openai.push(tool_call_reply({"explanation": "c", "phase": "b", "factor": "a"}, tokens=(123, 45)))
+    fake_openai.push(tool_call_reply({"keep": True, "factor": FIRST, "explanation": "c"}, tokens=(123, 45)))
     _diagnose(llm)
     (row,) = log.read()
     assert (row["tokens_in"], row["tokens_out"]) == (123, 45) and row["model"] == "fake"

@@ -52,10 +52,23 @@ def test_building_the_local_backend_starts_nothing() -> None:
 
 
 def test_every_shipped_prompt_renders_with_the_contract_variables() -> None:
+    """Every shipped prompt is one the loop sends: the contract's three (the defaults) and the two other forms
+    a config may ask for (the critic "alone", the training writer's whole list)."""
+    import dataclasses
+
+    from agents.critic.diagnose import critic_request
+    from agents.llm.contract import contract_inputs
+    from agents.writers.training import TRAIN_PROMPT, training_variables
+
     prompts = PromptLibrary()
-    assert {c.prompt for c in cases()} == set(prompts.names())  # every shipped prompt is one the loop sends
-    for case in cases():
-        rendered = prompts.render(case.prompt, case.variables)
+    c = contract_inputs()
+    config = dataclasses.replace(c["config"], llm_prompt="alone")
+    alone = critic_request(c["summary"], c["generation"], config)
+    sent = {case.prompt: case.variables for case in cases()}
+    sent |= {alone.prompt: alone.variables, TRAIN_PROMPT: training_variables(c["training"], c["diagnosis"])}
+    assert set(sent) == set(prompts.names())
+    for name, variables in sent.items():
+        rendered = prompts.render(name, variables)
         assert rendered.system.startswith("You are part of CoDA") and rendered.user
         assert "{{" not in rendered.user and "{%" not in rendered.user
 
