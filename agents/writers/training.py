@@ -132,10 +132,10 @@ EMPHASIS: dict[str, Callable[[dict[str, str]], Stage | None]] = {
 }
 
 
-def emphasise(tp: TrainingProgram, phase: str) -> tuple[int, Subgoal] | None:
-    """(insert position, subgoal) that stages `phase` more finely in `tp` (the family's declared emphasis
-    for it, before the stages that cover it), or None if it cannot. A phase the family does not have (a
-    mode that reached it from another family through a factor kind) has nothing to stage."""
+def emphasis_stage(tp: TrainingProgram, phase: str) -> tuple[int, Stage] | None:
+    """(insert position, (name, condition, progress)) of the family's declared emphasis for `phase` in
+    `tp` (before the stages that cover it), or None if it cannot be staged. A phase the family does not
+    have (a mode that reached it from another family through a factor kind) has nothing to stage."""
     if tp.family not in FAMILIES.names() or phase not in get_family(tp.family).phase_stages:
         return None
     declared = get_family(tp.family).phase_def(phase)
@@ -148,7 +148,15 @@ def emphasise(tp: TrainingProgram, phase: str) -> tuple[int, Subgoal] | None:
     spec = EMPHASIS[declared.emphasis](roles)
     if spec is None or spec[0] in names:
         return None
-    name, cond, progress = spec
+    return k, spec
+
+
+def emphasise(tp: TrainingProgram, phase: str) -> tuple[int, Subgoal] | None:
+    """(insert position, subgoal) that stages `phase` more finely in `tp` (`emphasis_stage`, its `done`
+    chained to the next stage's), or None if it cannot."""
+    if (found := emphasis_stage(tp, phase)) is None:
+        return None
+    k, (name, cond, progress) = found
     done = f"({tp.subgoals[k].done}) or ({cond})"
     return k, Subgoal(name=name, done=done, progress=progress, doc=f"emphasis on the {phase} phase")
 
@@ -228,15 +236,14 @@ def stage_schema(stages: list[str]) -> type[BaseModel]:
 
 def stage_example(base: TrainingProgram, phase: str) -> dict[str, str] | None:
     """A worked example of the answer for another phase of the family: its declared emphasis stage
-    (`emphasise`), as {phase, name, before, condition, progress}; None when no other phase has one."""
+    (`emphasis_stage`), as {phase, name, before, condition, progress}; None when no other phase has one."""
     family = get_family(base.family) if base.family in FAMILIES.names() else None
     for other in (family.phase_stages if family else ()):
-        if other == phase or (extra := emphasise(base, other)) is None:
+        if other == phase or (found := emphasis_stage(base, other)) is None:
             continue
-        k, sub = extra
-        cond = sub.done.split(") or (", 1)[1][:-1]  # `(<next done>) or (<condition>)`
-        return {"phase": other, "name": sub.name, "before": base.subgoals[k].name, "condition": cond,
-                "progress": sub.progress}
+        k, (name, cond, progress) = found
+        return {"phase": other, "name": name, "before": base.subgoals[k].name, "condition": cond,
+                "progress": progress}
     return None
 
 

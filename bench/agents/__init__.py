@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Any
 
 
+def local_model_argument(ap: argparse.ArgumentParser, role: str) -> None:
+    """`--local-model`, the embedded model of `role` (e.g. "--critics local"), read by `bench_llm`."""
+    ap.add_argument("--local-model", default=None,
+                    help=f"the embedded model of {role} (a name of agents/llm/models.toml; default the "
+                         "default model)")
+
+
 def bench_llm(kind: str, a: argparse.Namespace, log_dir: Path, cache: Any = None) -> Any:
     """The LLM a benchmark's `local` or `openai` agent speaks to, from its flags (`--threads`,
     `--local-model`; `--base-url`, `--model`, else $OPENAI_BASE_URL / $OPENAI_MODEL; the key from

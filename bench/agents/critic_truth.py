@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from agents.graph.rundir import write_json
-from bench.agents import bench_llm
+from bench.agents import bench_llm, local_model_argument
 from coda_policy.pretrained import SEED_SFT_4FAM
 from common.cli import comma_list, command_parser, worker_count
 from common.markdown import md_table
@@ -389,9 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--local-structured", choices=("grammar", "tools"), default="grammar",
                     help="how the local critic's answer is asked for: under the schema's grammar (default) "
                          "or as a forced function call with the schema in the prompt (as before)")
-    ap.add_argument("--local-model", default=None,
-                    help="the embedded model of --critics local (a name of agents/llm/models.toml; default "
-                         "the default model)")
+    local_model_argument(ap, "--critics local")
     ap.add_argument("--policy", type=Path, default=PRETRAINED, help="the policy whose failures are diagnosed")
     ap.add_argument("--base-url", help="OpenAI-compatible endpoint for --critics openai")
     ap.add_argument("--model", help="endpoint model name for --critics openai")

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from agents.graph.rundir import write_json
-from bench.agents import bench_llm
+from bench.agents import bench_llm, local_model_argument
 from common.cli import comma_list, command_parser, worker_count
 from common.markdown import md_table
 
@@ -217,9 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--training-form", choices=("stage", "subgoals"), default="stage",
                     help="what an LLM training writer writes: one subgoal inserted into the family's program "
                          "(stage, the loop's default) or the whole list (subgoals; rows labelled +subgoals)")
-    ap.add_argument("--local-model", default=None,
-                    help="the embedded model of --writers local (a name of agents/llm/models.toml; default "
-                         "the default model)")
+    local_model_argument(ap, "--writers local")
     ap.add_argument("--examples", type=int, default=0,
                     help="show LLM generation writers up to K worked examples from the runs' procedural "
                          "memory (rows labelled <writer>+examples<K>; default 0: none)")
