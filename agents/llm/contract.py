@@ -126,7 +126,7 @@ def _training_case() -> Case:
         return stages(use(out)) != stages(base)
 
     return Case(name="training_writer", prompt=TRAIN_PROMPT_STAGE,
-                schema=stage_schema([g.name for g in base.subgoals]), max_tokens=config.max_tokens_stage,
+                schema=stage_schema(base), max_tokens=config.max_tokens_stage,
                 variables=stage_variables(base, dx), valid=_usable(use), right=new)
 
 

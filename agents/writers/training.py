@@ -17,6 +17,7 @@ completed prefix never shrinks when the later stage completes (the seeds' cumula
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -227,11 +228,41 @@ class StageOut(BaseModel):
                           description="number expression in [0, 1]: progress towards it")
 
 
-def stage_schema(stages: list[str]) -> type[BaseModel]:
-    """`StageOut` with `before` an enum of the program's stages (the last, the task's test, included)."""
-    before: Any = Literal[tuple(stages)]
+EXPRESSION_UNITS = 120  # words, digits or operator characters in an expression, at most (the grammar)
+KEYWORDS = ("and", "or", "not", "if", "else")
+STRINGS = ("ee", "robot", "table")  # the string constants the functions accept besides roles
+
+
+def expression_pattern(base: TrainingProgram) -> str:
+    """A regular expression of the training language's words over `base`: its roles, the functions, the
+    constants and keywords as whole words, quoted strings of `STRINGS` and the functions' names (the tests
+    `test == 'opened'` compare against), digits and operator characters. Sent in the answer's JSON schema
+    only (no validation by it: `check_training` says what is wrong in words), so the local server's grammar
+    cannot write a name the program does not have — the 1.5B wrote the scene's factor names (`obj_yaw`,
+    `piece_x`) into 7 of 8 expressions, and set braces, which no feedback mended (FINDINGS #44)."""
+    from programs.vocab import CONSTANTS, FUNCTIONS
+
+    words = sorted({*base.roles, *FUNCTIONS, *CONSTANTS, *KEYWORDS}, key=lambda w: (-len(w), w))
+    strings = sorted({*STRINGS, *FUNCTIONS}, key=lambda w: (-len(w), w))
+    assert all(re.fullmatch(r"[a-z_][a-z0-9_]*", w) for w in words + strings), "names are plain words"
+    unit = "|".join(words) + "|'(" + "|".join(strings) + ")'|[-+*/<>=!(),. 0-9]"
+    return f"^({unit}){{1,{EXPRESSION_UNITS}}}$"
+
+
+def stage_schema(base: TrainingProgram) -> type[BaseModel]:
+    """`StageOut` for `base`: `before` an enum of its stages (the last, the task's test, included), the
+    expressions patterned by `expression_pattern` in the JSON schema (the grammar of the local server)."""
+    before: Any = Literal[tuple(g.name for g in base.subgoals)]
+    pattern = expression_pattern(base)
+
+    def patterned(name: str) -> tuple[Any, Any]:
+        field = StageOut.model_fields[name]
+        return str, Field(max_length=EXPRESSION_CHARS, description=field.description,
+                          json_schema_extra={"pattern": pattern})
+
     return create_model("StageOut", __base__=StageOut, __doc__=StageOut.__doc__,
-                        before=(before, StageOut.model_fields["before"]))
+                        before=(before, StageOut.model_fields["before"]),
+                        condition=patterned("condition"), progress=patterned("progress"))
 
 
 def stage_example(base: TrainingProgram, phase: str) -> dict[str, str] | None:
@@ -342,7 +373,7 @@ def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM
             "round": base.round if round_no is None else round_no, "diagnosis": diagnosis.text()}
     stage = config.training_form == "stage"
     if stage:
-        prompt, schema, budget = (TRAIN_PROMPT_STAGE, stage_schema([g.name for g in base.subgoals]),
+        prompt, schema, budget = (TRAIN_PROMPT_STAGE, stage_schema(base),
                                   config.max_tokens_stage)
         variables = stage_variables(base, diagnosis)
     else:

@@ -27,6 +27,7 @@ def _one_noisy_try(monkeypatch: pytest.MonkeyPatch) -> None:
                                                                                      demo_tries=1))
 
 
+@pytest.mark.slow  # ~2 min; covered by `python -m agents.run --preset libero --llm rules` (docs/libero.md)
 @pytest.mark.integration
 def test_one_round_of_the_loop_runs_in_libero(tmp_path: Path) -> None:
     cfg = dataclasses.replace(

@@ -120,6 +120,32 @@ def test_the_writers_schemas_bound_what_a_model_can_write():
         write_training_program(dx(), TRAIN, llm, config=LIST)
 
 
+@pytest.mark.parametrize("family", sorted(seed_library()))
+def test_the_stage_grammar_admits_the_language_and_not_the_scenes_factor_names(family: str):
+    """The one-stage answer's expressions are patterned (for the local server's grammar) by the program's
+    roles and the language's words: every seed stage and declared emphasis of the family is writable; a
+    factor name, a misspelt function, a set or a double-quoted string is not. The pattern is the schema's
+    only: an endpoint's answer is judged by the checks, whose messages name the problem."""
+    import re
+
+    from agents.writers.training import emphasis_stage, stage_schema
+
+    base = seed_library()[family][1]
+    props = stage_schema(base).model_json_schema()["properties"]
+    assert props["before"]["enum"] == [g.name for g in base.subgoals]
+    pattern = re.compile(props["condition"]["pattern"])
+    assert props["progress"]["pattern"] == pattern.pattern
+    allowed = [e for g in base.subgoals for e in (g.done, g.progress)]
+    allowed += [e for ph in get_family(family).phase_stages if (found := emphasis_stage(base, ph))
+                for e in found[1][1:]]
+    assert len(allowed) > 2 * len(base.subgoals) or family == "push"  # the emphases were found
+    assert [e for e in allowed if not pattern.fullmatch(e)] == []
+    subject = next(iter(base.roles))
+    for bad in (f"dist('ee', {subject}) < obj_yaw", f"{subject}_x < 0.1", f"graspd({subject})",
+                "{0.1}", f'dist("ee", {subject}) < 0.1'):
+        assert not pattern.fullmatch(bad), bad
+
+
 @pytest.mark.parametrize(("edits", "message"), [
     ([{"factor": "obj_yaw", "low": 0.4, "high": 0.9}], "outside its allowed range [-0.6, 0.6]"),
     ([{"factor": "obj_yaw", "low": 0.5, "high": 0.4}], "low 0.5 is above high 0.4"),

@@ -12,6 +12,7 @@ import pytest
 
 from experiments.table import cells as table_cells
 from experiments.table import fork, presets, record, stats, table1
+from tests.smoke_table import SMOKE_METHODS
 
 
 def _cell(method: str, seed: int, ood: float, accepted: dict | None = None) -> dict:
@@ -96,9 +97,10 @@ def test_an_llm_critic_makes_rows_of_its_own_with_their_integrity_in_the_table()
 
 def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
     out, results, table = smoke_table
-    assert list(table["methods"]) == list(stats.TABLE_METHODS) and table["equal_budget"]
+    assert list(table["methods"]) == list(SMOKE_METHODS) and table["equal_budget"]
+    assert set(SMOKE_METHODS) < set(stats.TABLE_METHODS)
     cells = {m: json.loads((results / "table1_smoke" / f"{m}_seed0.json").read_text())
-             for m in stats.TABLE_METHODS}
+             for m in SMOKE_METHODS}
     for m, c in cells.items():
         assert set(c["ood"]) == {"pick_place"} and 0.0 <= c["ood"]["pick_place"] <= 100.0
         assert set(c["curve"]) == {"round_00", "round_01"}
@@ -129,9 +131,9 @@ def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
     saved = json.loads((results / "table1_smoke.json").read_text())
     assert saved["methods"].keys() == table["methods"].keys() and "provenance" in saved
     again: list[str] = []
-    table1.run_table("smoke", stats.TABLE_METHODS, [0], critic="rules", workers=1, out=out,
+    table1.run_table("smoke", list(SMOKE_METHODS), [0], critic="rules", workers=1, out=out,
                      results=results, commit=False, command="test", log=again.append)
-    assert again == [f"{m} seed 0: recorded, skipped" for m in stats.TABLE_METHODS]
+    assert again == [f"{m} seed 0: recorded, skipped" for m in SMOKE_METHODS]
 
 
 SAME_ON_ANY_EXECUTOR = ("ood", "ood_single", "instruction", "id", "in", "curve", "accepted_per_round",
@@ -205,9 +207,9 @@ def test_a_seeds_bootstrap_comes_from_the_kept_policy_and_a_lost_one_stops_the_t
 
 def test_a_table_with_more_rounds_forks_the_finished_cells(smoke_table: tuple[Path, Path, dict],
                                                           tmp_path: Path) -> None:
-    """A table that extends another (`TablePreset.extends`) starts each cell as a fork of that table's
-    finished cell after its last round and runs only the rounds added; the shared rounds are the base
-    cell's own (same policies, same curve), its bootstraps are read where the base keeps them."""
+    """A table that extends another (`TablePreset.extends`) starts each cell (here CoDA's) as a fork of
+    that table's finished cell after its last round and runs only the rounds added; the shared rounds are
+    the base cell's own (same policies, same curve), its bootstraps are read where the base keeps them."""
     import dataclasses
 
     local_out, local_results, _ = smoke_table
@@ -222,20 +224,20 @@ def test_a_table_with_more_rounds_forks_the_finished_cells(smoke_table: tuple[Pa
     results = tmp_path / "results"
     shutil.copytree(local_results / "table1_smoke" / "bootstrap", results / "table1_smoke" / "bootstrap")
     seen: list[str] = []
-    table1.run_table(name, ["coda", "uniform"], [0], critic="rules", workers=1, out=tmp_path / "ext",
+    table1.run_table(name, ["coda"], [0], critic="rules", workers=1, out=tmp_path / "ext",
                      results=results, commit=False, command="test", log=seen.append)
     assert any("coda_seed0: forked from" in line for line in seen), seen
-    for m in ("coda", "uniform"):
-        rec = json.loads((results / "table1_smoke_extended" / f"{m}_seed0.json").read_text())
-        was = json.loads((local_results / "table1_smoke" / f"{m}_seed0.json").read_text())
-        assert set(rec["curve"]) == {"round_00", "round_01", "round_02"}
-        assert {k: rec["curve"][k] for k in was["curve"]} == was["curve"]
-        assert rec["forked_from"] == {"run": str(base / f"{m}_seed0"), "after_round": 1}
-        assert rec["bootstrap_shared"] and rec["bootstrap_sha256"] == was["bootstrap_sha256"]
-        cell = tmp_path / "ext" / f"{m}_seed0"
-        assert record.sha256(cell / "policy" / "round_01.safetensors") == record.sha256(
-            base / f"{m}_seed0" / "policy" / "round_01.safetensors")
-        assert json.loads((cell / "config.json").read_text())["rounds"] == 2
+    m = "coda"
+    rec = json.loads((results / "table1_smoke_extended" / f"{m}_seed0.json").read_text())
+    was = json.loads((local_results / "table1_smoke" / f"{m}_seed0.json").read_text())
+    assert set(rec["curve"]) == {"round_00", "round_01", "round_02"}
+    assert {k: rec["curve"][k] for k in was["curve"]} == was["curve"]
+    assert rec["forked_from"] == {"run": str(base / f"{m}_seed0"), "after_round": 1}
+    assert rec["bootstrap_shared"] and rec["bootstrap_sha256"] == was["bootstrap_sha256"]
+    cell = tmp_path / "ext" / f"{m}_seed0"
+    assert record.sha256(cell / "policy" / "round_01.safetensors") == record.sha256(
+        base / f"{m}_seed0" / "policy" / "round_01.safetensors")
+    assert json.loads((cell / "config.json").read_text())["rounds"] == 2
     assert not (results / "table1_smoke_extended" / "bootstrap").exists()  # one home: the base table's
     # its compute is its own cells' (the forked rounds and the base's bootstraps are the base table's)
     compute = json.loads((results / "table1_smoke_extended.json").read_text())["compute"]

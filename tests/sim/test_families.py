@@ -15,6 +15,11 @@ NAMES = FAMILIES.names()
 # families whose scenes are our MuJoCo world (a LIBERO family's run in LIBERO:
 # tests/sim/test_libero_family.py)
 OURS = our_families()
+# libero_spatial runs on LIBERO's machinery as libero_object does, whose cases run here (10-50 s each); its
+# own are slow, covered by `python -m bench.experts --families libero_spatial` (the expert on its scenes),
+# `python -m bench.programs` (its seed training program against expert demonstrations) and every scene of
+# `python -m agents.run --preset libero_spatial` (validated before it is used)
+HEAVY = [pytest.param(n, marks=pytest.mark.slow) if n == "libero_spatial" else n for n in NAMES]
 
 
 def test_all_five_families_are_registered():
@@ -52,7 +57,7 @@ def test_factor_sampling_respects_ranges(name):
     assert fam.make_scene(fam.default_factors(), 0).family == name
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", HEAVY)
 def test_expert_solves_seed_scenes(name):
     fam = get_family(name)
     for spec in fam.seed_scenes()[:2]:
@@ -73,7 +78,7 @@ def test_family_folder_holds_scene_builder_training_program_and_phase_table(name
         assert f.kind != "other", f"{name}.{f.name}: no kind"
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", HEAVY)
 def test_seed_scenes_pass_every_validity_check(name):
     from sim.validity import check_scene
 
@@ -102,7 +107,7 @@ def test_every_family_scene_builder_runs_in_the_sandbox_and_equals_make_scene():
                 assert result.scenes[0] == fam.make_scene(values, seed=0)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", HEAVY)
 def test_seed_training_program_compiles_and_agrees_with_the_expert(name):
     from programs.checks import check_training
     from programs.potential import agreement, compile_potential
