@@ -17,7 +17,6 @@ completed prefix never shrinks when the later stage completes (the seeds' cumula
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -228,37 +227,67 @@ class StageOut(BaseModel):
                           description="number expression in [0, 1]: progress towards it")
 
 
-EXPRESSION_UNITS = 120  # words, digits or operator characters in an expression, at most (the grammar)
-KEYWORDS = ("and", "or", "not", "if", "else")
-STRINGS = ("ee", "robot", "table")  # the string constants the functions accept besides roles
+CLAUSES = 3  # a new subgoal's condition: at most this many clauses joined by `and`
+NUMBER = r"[0-9]{1,2}(\.[0-9]{1,3})?"
+MATH = ("clip", "sqrt", "exp", "tanh", "abs", "min", "max")  # functions of numbers, not of the scene
 
 
-def expression_pattern(base: TrainingProgram) -> str:
-    """A regular expression of the training language's words over `base`: its roles, the functions, the
-    constants and keywords as whole words, quoted strings of `STRINGS` and the functions' names (the tests
-    `test == 'opened'` compare against), digits and operator characters. Sent in the answer's JSON schema
-    only (no validation by it: `check_training` says what is wrong in words), so the local server's grammar
-    cannot write a name the program does not have — the 1.5B wrote the scene's factor names (`obj_yaw`,
-    `piece_x`) into 7 of 8 expressions, and set braces, which no feedback mended (FINDINGS #44)."""
-    from programs.vocab import CONSTANTS, FUNCTIONS
+def stage_patterns(base: TrainingProgram) -> tuple[str, str]:
+    """Regular expressions of a new subgoal's (condition, progress) over `base`, in the shapes the family's
+    declared emphases take (`EMPHASIS`): the condition 1 to `CLAUSES` clauses joined by `and`, each a
+    predicate of the program's entities (`grasped(object)`, `not on(object, target)`) or a read-out compared
+    with a number (`dist('ee', object) < 0.1`, `bottom(object) > top(target) + 0.02`); the progress
+    `[1 - ]clip(<read-out>[ - <number>] / <number>, 0, 1)`; where the goal's test is a role, either may be
+    `A if test == 'opened' else B`. Typed by the functions' signatures: a predicate or read-out takes the
+    roles bound to the goal's arguments (and 'ee'), a level role stands for a number.
 
-    words = sorted({*base.roles, *FUNCTIONS, *CONSTANTS, *KEYWORDS}, key=lambda w: (-len(w), w))
-    strings = sorted({*STRINGS, *FUNCTIONS}, key=lambda w: (-len(w), w))
-    assert all(re.fullmatch(r"[a-z_][a-z0-9_]*", w) for w in words + strings), "names are plain words"
-    unit = "|".join(words) + "|'(" + "|".join(strings) + ")'|[-+*/<>=!(),. 0-9]"
-    return f"^({unit}){{1,{EXPRESSION_UNITS}}}$"
+    They go in the answer's JSON schema only (no validation by them: an endpoint's richer expression is
+    judged by `check_training`, whose messages name the problem), so the local server's grammar cannot
+    write a name the program lacks or an expression of the wrong type: the 1.5B wrote the scene's factor
+    names (`obj_yaw`, `piece_x`) into 7 of 8 expressions, and tuples and sets (FINDINGS #44). What the
+    shapes leave out (arithmetic of read-outs and of levels) the seeds' stages keep."""
+    from programs.vocab import FUNCTIONS
+
+    roles = goal_roles(base)
+    level = roles.get("level")
+    entities = [r for r, ref in base.roles.items()
+                if (m := ROLE_REF.match(ref)) and m.group(2) != "fn" and r != level]
+    ent = "(" + "|".join([*entities, "'ee'"]) + ")"
+    num = f"({NUMBER}|{level})" if level else NUMBER
+
+    def calls(returns: str) -> str:
+        out = []
+        for fn in FUNCTIONS.values():
+            if fn.returns != returns or fn.name in MATH or fn.variadic:
+                continue
+            kinds = [ent if t == "str" else num for t in fn.params]
+            need = ", ".join(kinds[:fn.required])
+            more = ", ".join(kinds)
+            args = need if more == need else f"{need}(, {', '.join(kinds[fn.required:])})?"
+            out.append(f"{fn.name}\\({args}\\)")
+        return "(" + "|".join(out) + ")"
+
+    read = calls("num")
+    term = f"{read}( [-+] ({read}|{NUMBER}))?"
+    clause = f"((not )?{calls('bool')}|{term} (<|>|<=|>=) ({term}|{num}))"
+    condition = f"{clause}( and {clause}){{0,{CLAUSES - 1}}}"
+    progress = f"(1 - )?clip\\(({read}|\\({read} - {NUMBER}\\)) / {NUMBER}, 0, 1\\)"
+    if test := roles.get("test"):  # either form on the goal's test: `A if test == 'opened' else B`
+        tests = "|".join(fn.name for fn in FUNCTIONS.values() if fn.returns == "bool")
+        condition, progress = (f"{e}( if {test} == '({tests})' else {e})?" for e in (condition, progress))
+    return f"^{condition}$", f"^{progress}$"
 
 
 def stage_schema(base: TrainingProgram) -> type[BaseModel]:
     """`StageOut` for `base`: `before` an enum of its stages (the last, the task's test, included), the
-    expressions patterned by `expression_pattern` in the JSON schema (the grammar of the local server)."""
+    expressions patterned by `stage_patterns` in the JSON schema (the grammar of the local server)."""
     before: Any = Literal[tuple(g.name for g in base.subgoals)]
-    pattern = expression_pattern(base)
+    patterns = dict(zip(("condition", "progress"), stage_patterns(base), strict=True))
 
     def patterned(name: str) -> tuple[Any, Any]:
         field = StageOut.model_fields[name]
         return str, Field(max_length=EXPRESSION_CHARS, description=field.description,
-                          json_schema_extra={"pattern": pattern})
+                          json_schema_extra={"pattern": patterns[name]})
 
     return create_model("StageOut", __base__=StageOut, __doc__=StageOut.__doc__,
                         before=(before, StageOut.model_fields["before"]),

@@ -121,11 +121,12 @@ def test_the_writers_schemas_bound_what_a_model_can_write():
 
 
 @pytest.mark.parametrize("family", sorted(seed_library()))
-def test_the_stage_grammar_admits_the_language_and_not_the_scenes_factor_names(family: str):
+def test_the_stage_grammar_admits_the_emphases_and_not_the_scenes_factor_names(family: str):
     """The one-stage answer's expressions are patterned (for the local server's grammar) by the program's
-    roles and the language's words: every seed stage and declared emphasis of the family is writable; a
-    factor name, a misspelt function, a set or a double-quoted string is not. The pattern is the schema's
-    only: an endpoint's answer is judged by the checks, whose messages name the problem."""
+    roles and the functions' signatures: the family's declared emphases are writable (articulated's halfway,
+    a conditional on levels, in an equivalent simpler form); a factor name, an ill-typed call, a tuple, a
+    set or a double-quoted string is not. The patterns are the schema's only: an endpoint's answer is
+    judged by the checks, whose messages name the problem."""
     import re
 
     from agents.writers.training import emphasis_stage, stage_schema
@@ -133,17 +134,21 @@ def test_the_stage_grammar_admits_the_language_and_not_the_scenes_factor_names(f
     base = seed_library()[family][1]
     props = stage_schema(base).model_json_schema()["properties"]
     assert props["before"]["enum"] == [g.name for g in base.subgoals]
-    pattern = re.compile(props["condition"]["pattern"])
-    assert props["progress"]["pattern"] == pattern.pattern
-    allowed = [e for g in base.subgoals for e in (g.done, g.progress)]
-    allowed += [e for ph in get_family(family).phase_stages if (found := emphasis_stage(base, ph))
-                for e in found[1][1:]]
-    assert len(allowed) > 2 * len(base.subgoals) or family == "push"  # the emphases were found
-    assert [e for e in allowed if not pattern.fullmatch(e)] == []
+    condition, progress = (re.compile(props[k]["pattern"]) for k in ("condition", "progress"))
+    declared = [found[1] for ph in get_family(family).phase_stages if (found := emphasis_stage(base, ph))]
+    assert declared or family == "push"
+    for name, cond, prog in declared:
+        if family == "articulated" and name == "halfway":
+            cond = ("grasped(joint) and open_frac(joint) >= 0.5 if test == 'opened' "
+                    "else grasped(joint) and open_frac(joint) <= 0.5")
+            prog = ("clip(open_frac(joint) / 0.5, 0, 1) if test == 'opened' "
+                    "else 1 - clip(open_frac(joint) / 0.5, 0, 1)")
+        assert condition.fullmatch(cond) and progress.fullmatch(prog), (name, cond, prog)
     subject = next(iter(base.roles))
-    for bad in (f"dist('ee', {subject}) < obj_yaw", f"{subject}_x < 0.1", f"graspd({subject})",
-                "{0.1}", f'dist("ee", {subject}) < 0.1'):
-        assert not pattern.fullmatch(bad), bad
+    for bad in (f"dist('ee', {subject}) < obj_yaw", f"{subject}_x < 0.1", f"graspd({subject})", "{0.1}",
+                f"(1.2, 1.5) < {subject}", f'dist("ee", {subject}) < 0.1', f"grasped({subject}, 0.1, 2)"):
+        assert not condition.fullmatch(bad), bad
+    assert not progress.fullmatch(f"dist('ee', {subject})")  # a progress is clipped to [0, 1]
 
 
 @pytest.mark.parametrize(("edits", "message"), [

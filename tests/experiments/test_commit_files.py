@@ -33,6 +33,12 @@ def test_only_the_named_files_are_committed_and_nothing_new_passes(repo: Path) -
     assert _git(repo, "show", "--name-only", "--format=") == "cell.json\n"
     record.commit_files([cell], "the same cell again")  # nothing new: no commit, no error
     assert _git(repo, "log", "--format=%s") == "a cell\n"
+    tracked = repo / "table.md"  # another tracked file modified (the table rewritten): git words it otherwise
+    tracked.write_text("a\n")
+    record.commit_files([tracked], "a table")
+    tracked.write_text("b\n")
+    record.commit_files([cell], "the same cell, the table modified")  # the core table stopped here
+    assert _git(repo, "log", "--format=%s") == "a table\na cell\n"
 
 
 def test_a_busy_index_is_waited_for(repo: Path) -> None:
