@@ -228,7 +228,7 @@ class StageOut(BaseModel):
 
 
 CLAUSES = 3  # a new subgoal's condition: at most this many clauses joined by `and`
-NUMBER = r"[0-9]{1,2}(\.[0-9]{1,3})?"
+NUMBER = "[0-9]{1,2}([.][0-9]{1,3})?"  # `[.]`: llama.cpp's grammar has no `\.` escape
 MATH = ("clip", "sqrt", "exp", "tanh", "abs", "min", "max")  # functions of numbers, not of the scene
 
 
