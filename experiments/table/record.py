@@ -148,7 +148,8 @@ def commit_files(paths: Sequence[Path], message: str, tries: int = 5) -> None:
             done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
             said = done.stdout + done.stderr
             # nothing new: git says "nothing to commit", or "no changes added" when other files are modified
-            if done.returncode == 0 or (cmd[1] == "commit" and ("nothing" in said or "no changes added" in said)):
+            unchanged = "nothing" in said or "no changes added" in said
+            if done.returncode == 0 or (cmd[1] == "commit" and unchanged):
                 break
             if "index.lock" not in said or k == tries - 1:
                 raise RuntimeError(f"{' '.join(cmd[:2])} failed: {said.strip()}")
