@@ -169,9 +169,29 @@ def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
                 "subgoals": [g.name for g in tp.subgoals],
                 "agreement": round(a0, 3), "agreement_refined": round(a1, 3),
                 "meets_threshold": a0 >= threshold, "meets_threshold_refined": a1 >= threshold,
-                "new_and_agrees": tp.fingerprint != seed.fingerprint and a1 >= threshold}
+                "new_and_agrees": tp.fingerprint != seed.fingerprint and a1 >= threshold,
+                "new_stages_reached": new_stages_reached(tp, seed, demos)}
     out["s"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+def new_stages_reached(tp: Any, seed: Any, demos: list[Any]) -> float | None:
+    """The share of `demos` on which every subgoal `tp` adds to `seed` is reached before the stage after it
+    (its raw `done` true where the next one's is false), or None when it adds none. A new stage's `done` is
+    chained to the next one's (`(<next>) or (<condition>)`), so a condition that never holds still agrees
+    with the demonstrations as well as the seed does: this tells a stage that shapes from a vacuous one."""
+    from programs.potential import compile_potential, episode_parts
+
+    names = {g.name for g in seed.subgoals}
+    added = [k for k, g in enumerate(tp.subgoals) if g.name not in names and k + 1 < len(tp.subgoals)]
+    if not added or not demos:
+        return None
+    reached = 0
+    for ep in demos:
+        states, _, scene = episode_parts(ep)
+        done = compile_potential(tp, scene).done_matrix(states)
+        reached += all(bool((done[:, k] & ~done[:, k + 1]).any()) for k in added)
+    return reached / len(demos)
 
 
 def summary(rows: list[dict[str, Any]], attempts: int) -> dict[str, Any]:
@@ -190,18 +210,21 @@ def summary(rows: list[dict[str, Any]], attempts: int) -> dict[str, Any]:
                   "training_meets_threshold": sum(bool(x.get("meets_threshold")) for x in t),
                   "training_meets_threshold_refined": sum(bool(x.get("meets_threshold_refined")) for x in t),
                   "training_new_and_agrees": sum(bool(x.get("new_and_agrees")) for x in t),
+                  # its added stages reached before the next stage on at least half the demonstrations
+                  "training_new_stages_reached": sum((x.get("new_stages_reached") or 0) >= 0.5 for x in t),
                   "seconds": round(sum(x["s"] for x in g + t), 1), "attempts": attempts}
     return out
 
 
 def table(s: dict[str, Any]) -> str:
     header = ("writer", "diagnoses", "generation: 1st try / within attempts", "training: 1st try / within",
-              "training differs from seed", "meets 0.9 agreement (refined)", "new and agrees", "seconds")
+              "training differs from seed", "meets 0.9 agreement (refined)", "new and agrees",
+              "new stages reached (≥ half the demos)", "seconds")
     return "\n".join(md_table(header, [
         (w, x["n"], f"{x['generation_first_try']} / {x['generation_within_attempts']}",
          f"{x['training_first_try']} / {x['training_within_attempts']}", x["training_differs_from_seed"],
          f"{x['training_meets_threshold']} ({x['training_meets_threshold_refined']})",
-         x["training_new_and_agrees"], f"{x['seconds']:.0f}")
+         x["training_new_and_agrees"], x.get("training_new_stages_reached", "–"), f"{x['seconds']:.0f}")
         for w, x in s.items()]))
 
 

@@ -50,6 +50,33 @@ def test_rules_writers_on_one_diagnosis(tmp_path) -> None:
     assert main(["--runs", str(tmp_path / "run"), "--max", "1", "--demos", "2", "--out", str(out)]) == 0
     s = json.loads(out.read_text())["summary"]["rules"]
     assert s["n"] == 1 and s["generation_first_try"] == 1 and s["training_first_try"] == 1
+    # the rules writer's emphasis stage is reached before the stage after it (the family's own declaration)
+    row = json.loads(out.read_text())["rows"][0]["training"]
+    assert row["new_stages_reached"] is not None and row["new_stages_reached"] >= 0.5
+    assert s["training_new_stages_reached"] == 1
+
+
+def test_a_condition_that_never_holds_is_not_a_reached_stage() -> None:
+    """A new stage whose condition cannot hold agrees as well as the seed (its `done` is the next one's)
+    but is never reached before it."""
+    from bench.agents.writers import new_stages_reached
+    from programs.model import Subgoal
+    from programs.seeds import seed_library
+    from sim.episode import run_episode
+    from sim.families import get_family
+
+    seed = seed_library()["pick_place"][1]
+    demos = [run_episode(get_family("pick_place").seed_scenes()[0])]
+    k = [g.name for g in seed.subgoals].index("grasp")
+
+    def with_stage(cond: str):
+        sub = Subgoal(name="added", done=f"({seed.subgoals[k].done}) or ({cond})", progress="0.5")
+        return seed.model_validate({**seed.model_dump(exclude={"id"}),
+                                    "subgoals": [*seed.subgoals[:k], sub, *seed.subgoals[k:]]})
+
+    assert new_stages_reached(with_stage("gripper() > 0.28"), seed, demos) == 0.0
+    assert new_stages_reached(with_stage("dist('ee', object) < 0.1"), seed, demos) == 1.0
+    assert new_stages_reached(seed, seed, demos) is None
 
 
 def test_a_rerun_keeps_finished_rows_and_refuses_another_benchmarks_file(tmp_path, capsys) -> None:
@@ -101,3 +128,10 @@ def test_examples_are_for_llm_writers_and_come_from_each_runs_own_programs(tmp_p
     got = run_examples(runs, writing, 2)
     assert [x.split(" (")[0] for x in got] == ["pick_place mode obj_yaw_grasp", "pick_place mode obj_y_grasp"]
     assert run_examples(runs, writing, 1) == got[:1] and run_examples(runs, writing, 0) == []
+
+
+def test_the_reached_count_needs_a_finished_result(tmp_path, capsys) -> None:
+    from bench.agents.writers_reached import main as reached
+
+    assert reached([str(tmp_path / "none.json")]) == 2
+    assert "bench.agents.writers result" in capsys.readouterr().err
