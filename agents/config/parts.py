@@ -157,7 +157,7 @@ class WriterConfig:
     # rules training writer: add a subgoal that stages the diagnosed phase more finely
     emphasis: bool = True
     # what the LLM training writer writes: "stage", one subgoal staging the diagnosed phase, inserted into
-    # the family's program where the model says (`agents.writers.training.StageOut`); "subgoals", the whole
+    # the family's program where the model says (`agents.writers.answers.StageOut`); "subgoals", the whole
     # ordered list (`SubgoalsOut`). Measured in docs/benchmarks.md ("The writers")
     training_form: str = "stage"
     # token budgets: an edit spec, a new source, a subgoal list, one stage

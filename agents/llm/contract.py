@@ -109,7 +109,8 @@ def _generation_case() -> Case:
 
 def _training_case() -> Case:
     from agents.config import WriterConfig
-    from agents.writers.training import TRAIN_PROMPT_STAGE, stage_program, stage_schema, stage_variables
+    from agents.writers.answers import stage_schema
+    from agents.writers.training import TRAIN_PROMPT_STAGE, stage_program, stage_variables
 
     c, config = contract_inputs(), WriterConfig()  # the loop's default form: one subgoal inserted
     base, dx = c["training"], c["diagnosis"]

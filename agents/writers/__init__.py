@@ -1,6 +1,7 @@
 """The writers (DESIGN §5 steps 2 and 8): a difficulty mode → a generation program (`generation.py`), a
-validated diagnosis → a training program (`training.py`); rules templates without an LLM, checked LLM
-answers with one. `base.py` holds what both share."""
+validated diagnosis → a training program (`training.py`, its LLM answers' schemas and grammar in
+`answers.py`); rules templates without an LLM, checked LLM answers with one. `base.py` holds what both
+share."""
 
 from agents.writers.base import ProgramRejected, WriterConfig, WriterError
 from agents.writers.generation import resolve_factor, write_generation_program

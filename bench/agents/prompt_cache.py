@@ -42,8 +42,8 @@ PROMPTS = Path(__file__).parent / "fixtures" / "demo_prompts.jsonl"
 def schemas() -> dict[str, type[BaseModel]]:
     """The answer schemas of the loop's structured calls, by class name (what a call log records)."""
     from agents.critic.diagnose import DiagnosisOut
+    from agents.writers.answers import SubgoalsOut
     from agents.writers.generation import GenerationOut
-    from agents.writers.training import SubgoalsOut
 
     return {m.__name__: m for m in (DiagnosisOut, GenerationOut, SubgoalsOut)}
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agents.writers.training import stage_program, stage_schema
+    from agents.writers.answers import stage_schema
+    from agents.writers.training import stage_program
     from bench.agents.writers import family_demos, new_stages_reached
     from programs.seeds import seed_library
 

@@ -95,8 +95,8 @@ def test_the_writers_schemas_bound_what_a_model_can_write():
     """Decoded under these schemas (llama.cpp's grammar) an unknown factor, a fifth edit, a source nobody
     asked for or an endless expression cannot be written; an endpoint that does not enforce them is
     refused at parsing, with the schema's words fed back."""
+    from agents.writers.answers import EXPRESSION_CHARS, SubgoalsOut
     from agents.writers.generation import generation_schema
-    from agents.writers.training import EXPRESSION_CHARS, SubgoalsOut
 
     schema = generation_schema([f.name for f in GEN.factors], allow_source=False).model_json_schema()
     assert list(schema["properties"]) == ["rationale", "edits"]  # no `source` unless asked for
@@ -129,7 +129,8 @@ def test_the_stage_grammar_admits_the_emphases_and_not_the_scenes_factor_names(f
     judged by the checks, whose messages name the problem."""
     import re
 
-    from agents.writers.training import emphasis_stage, stage_schema
+    from agents.writers.answers import stage_schema
+    from agents.writers.training import emphasis_stage
 
     base = seed_library()[family][1]
     props = stage_schema(base).model_json_schema()["properties"]
@@ -386,7 +387,7 @@ def test_the_training_schema_allows_as_many_subgoals_as_the_prompt_asks_for():
     """FINDINGS #15: a bound above the prompt's let the 1.5B model repeat stages until its budget ran out."""
     from pathlib import Path
 
-    from agents.writers.training import MAX_SUBGOALS, SubgoalsOut
+    from agents.writers.answers import MAX_SUBGOALS, SubgoalsOut
 
     prompt = (Path(__file__).resolve().parents[2] / "agents" / "prompts" / "writer_training.j2").read_text()
     assert f"Write 3 to {MAX_SUBGOALS} subgoals" in prompt
