@@ -213,5 +213,22 @@ def agreement(potential: Potential | TrainingProgram, episodes: Sequence[Any], h
     return agreement_report(potential, episodes, h).agreement
 
 
+def stage_reached(tp: TrainingProgram, episodes: Sequence[Any], k: int) -> float:
+    """The share of `episodes` on which subgoal `k`'s raw `done` holds on a state where subgoal `k + 1`'s does
+    not: the stage is reached before the next one. A stage whose `done` is chained to the next one's
+    (`(<next>) or (<condition>)`, as written stages are) agrees with the demonstrations as well as the
+    program without it even when its condition never holds; this tells the two apart."""
+    if not 0 <= k < len(tp.subgoals) - 1:
+        raise ValueError(f"subgoal {k} has no next stage in a program of {len(tp.subgoals)}")
+    if not episodes:
+        return 0.0
+    cache, reached = PotentialCache(tp), 0
+    for ep in episodes:
+        states, _, scene = episode_parts(ep)
+        done = cache.for_scene(scene).done_matrix(states)
+        reached += bool((done[:, k] & ~done[:, k + 1]).any())
+    return reached / len(episodes)
+
+
 __all__ = ["PROGRESS_CAP", "AgreementReport", "ExprError", "Potential", "PotentialError", "agreement",
-           "agreement_report", "compile_potential", "potential_values"]
+           "agreement_report", "compile_potential", "potential_values", "stage_reached"]

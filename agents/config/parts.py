@@ -160,6 +160,9 @@ class WriterConfig:
     # the family's program where the model says (`agents.writers.answers.StageOut`); "subgoals", the whole
     # ordered list (`SubgoalsOut`). Measured in docs/benchmarks.md ("The writers")
     training_form: str = "stage"
+    # a written stage must be reached before the next one on at least this share of the expert's
+    # demonstrations, else the answer is refused with what the expert's read-outs were (0: not checked)
+    stage_reached: float = 0.5
     # token budgets: an edit spec, a new source, a subgoal list, one stage
     max_tokens_edit: int = 400
     max_tokens_source: int = 4000
@@ -167,6 +170,8 @@ class WriterConfig:
     max_tokens_stage: int = 200
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.stage_reached <= 1.0:
+            raise ValueError(f"stage_reached must be in [0, 1], got {self.stage_reached}")
         if self.training_form not in ("stage", "subgoals"):
             raise ValueError(f"training_form must be 'stage' or 'subgoals', got {self.training_form!r}")
         if not 0.0 < self.band <= 1.0 or self.retries < 0 or self.examples < 0:

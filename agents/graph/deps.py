@@ -89,8 +89,8 @@ class Agents(Protocol):
     def write_training_program(self, diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None, *,
                                mode_id: str, round_no: int, demos: Sequence[Episode],
                                feedback: str | None) -> TrainingProgram:
-        """A training program for a diagnosis (refined against `demos` when they disagree), in one
-        attempt."""
+        """A training program for a diagnosis, in one attempt (a written stage checked to be reached on
+        `demos`; refinement is the compile step's)."""
         ...
 
 

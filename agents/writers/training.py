@@ -2,7 +2,7 @@
 on the difficulty.
 
     tp = write_training_program(diagnosis, seed_tp, None)              # rules: seed + a phase subgoal
-    tp = write_training_program(diagnosis, seed_tp, llm, evidence=ev)  # LLM: subgoals, checked, refined
+    tp = write_training_program(diagnosis, seed_tp, llm, evidence=ev)  # LLM: one stage, checked, reached
 
 LLM answers are checked in the training language; anything unusable raises `WriterError` whose
 `feedback()` the caller passes back as `feedback` on the next call, a bounded number of times.
@@ -25,11 +25,12 @@ from pydantic import ValidationError
 from agents.llm.base import LLM, LLMOutputError
 from agents.writers.answers import SubgoalsOut, goal_roles, stage_schema
 from agents.writers.base import WriterConfig, WriterError
+from agents.writers.reach import unreached
 from memory.types import Diagnosis
 from programs.checks import check_training
 from programs.model import Subgoal, TrainingProgram
 from programs.potential import agreement
-from programs.refine import Evidence, refine
+from programs.refine import Evidence
 from programs.vocab import describe
 from sim.families import FAMILIES, get_family
 
@@ -256,7 +257,9 @@ def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM
                            evidence: Evidence | None = None, feedback: str | None = None,
                            config: WriterConfig = WriterConfig()) -> TrainingProgram:
     """A training program for the diagnosed difficulty (rules without an LLM). With `evidence` (expert
-    demos) the LLM's program is refined when it agrees below the threshold (`programs.refine`)."""
+    demos) a written stage must be reached on `config.stage_reached` of them (`agents.writers.reach`; else
+    the answer is refused and the writer told what the expert's read-outs were). Refinement below the
+    agreement threshold is the caller's (the loop's compile step, where the method allows it)."""
     if llm is None:
         return rules_training(diagnosis, base, mode_id=mode_id, round_no=round_no, evidence=evidence,
                               config=config)
@@ -276,7 +279,11 @@ def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM
             out = llm.structured(prompt, {**variables, "feedback": note}, schema, max_tokens=budget)
             tp = (stage_program(out, base, {**meta, "phase": diagnosis.phase}) if stage
                   else subgoals_program(out, base, meta))
-            return refine(tp, evidence) if evidence is not None else tp
+            if stage and evidence is not None and config.stage_reached > 0:
+                k = [g.name for g in tp.subgoals].index(out.name)
+                if problem := unreached(tp, k, out.condition, evidence.episodes, config.stage_reached):
+                    raise WriterError(TRAIN_PROMPT_STAGE, problem, out.model_dump_json())
+            return tp
         except LLMOutputError as e:
             if attempt == config.retries:
                 raise

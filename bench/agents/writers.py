@@ -13,8 +13,10 @@ would found it. For each, and each writer backend:
   error is fed back (up to `--attempts` in all, as the loop's `max_retries` allows);
 - the **training writer** (`write_training_program`): whether its program passes the checks (first
   attempt / after feedback), whether it differs from the family's seed program in behaviour (its
-  fingerprint), and its agreement with expert demonstrations of the family before refinement, and whether
-  it reaches the compile threshold (0.9) before or after `programs.refine`.
+  fingerprint), and its agreement with expert demonstrations of the family before refinement, whether
+  it reaches the compile threshold (0.9) before or after `programs.refine`, and on how many of the
+  demonstrations a stage it adds is reached before the next one (the writer is given the demonstrations
+  as in the loop, and refuses a stage reached on fewer than `--stage-reached` of them).
 
 The `rules` writers are the baseline (template edits; no LLM). Nothing here reads the frozen suites.
 """
@@ -30,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.config import WriterConfig
 from agents.graph.rundir import write_json
 from bench.agents import bench_llm, local_model_argument
 from common.cli import comma_list, command_parser, worker_count
@@ -92,7 +95,6 @@ def _attempts(make: Any, attempts: int) -> tuple[Any, int | None, list[str]]:
 
 def generation(family: str, dx: Any, llm: Any, sandbox: Any, attempts: int,
                examples: int = 0, memories: Sequence[tuple[Path, Any]] = ()) -> dict[str, Any]:
-    from agents.config import WriterConfig
     from agents.llm.base import LLMOutputError
     from agents.writers.base import ProgramRejected
     from agents.writers.generation import program_errors, write_generation_program
@@ -139,8 +141,7 @@ def run_examples(memories: Sequence[tuple[Path, Any]], mode: Any, k: int) -> lis
 
 
 def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
-             threshold: float = 0.9, form: str = "stage") -> dict[str, Any]:
-    from agents.config import WriterConfig
+             threshold: float = 0.9, form: str = "stage", reached: float = 0.5) -> dict[str, Any]:
     from agents.llm.base import LLMOutputError
     from agents.writers.training import write_training_program
     from programs.checks import check_training, format_errors
@@ -152,8 +153,10 @@ def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
 
     def make(feedback: str | None) -> tuple[Any, str]:
         try:
-            tp = write_training_program(dx, seed, llm, feedback=feedback,
-                                        config=WriterConfig(allow_ood=True, training_form=form))
+            # the demonstrations go in as the loop gives them: a written stage must be reached on `reached`
+            tp = write_training_program(dx, seed, llm, feedback=feedback, evidence=Evidence(demos, threshold),
+                                        config=WriterConfig(allow_ood=True, training_form=form,
+                                                            stage_reached=reached))
         except LLMOutputError as e:
             return None, f"{type(e).__name__}: {e}"
         return tp, format_errors(check_training(tp)) or ""
@@ -176,22 +179,17 @@ def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
 
 
 def new_stages_reached(tp: Any, seed: Any, demos: list[Any]) -> float | None:
-    """The share of `demos` on which every subgoal `tp` adds to `seed` is reached before the stage after it
-    (its raw `done` true where the next one's is false), or None when it adds none. A new stage's `done` is
-    chained to the next one's (`(<next>) or (<condition>)`), so a condition that never holds still agrees
-    with the demonstrations as well as the seed does: this tells a stage that shapes from a vacuous one."""
-    from programs.potential import compile_potential, episode_parts
+    """The least share of `demos` on which a subgoal `tp` adds to `seed` is reached before the stage after it
+    (`programs.potential.stage_reached`), or None when it adds none. A new stage's `done` is chained to the
+    next one's (`(<next>) or (<condition>)`), so a condition that never holds still agrees with the
+    demonstrations as well as the seed does: this tells a stage that shapes from a vacuous one."""
+    from programs.potential import stage_reached
 
     names = {g.name for g in seed.subgoals}
     added = [k for k, g in enumerate(tp.subgoals) if g.name not in names and k + 1 < len(tp.subgoals)]
     if not added or not demos:
         return None
-    reached = 0
-    for ep in demos:
-        states, _, scene = episode_parts(ep)
-        done = compile_potential(tp, scene).done_matrix(states)
-        reached += all(bool((done[:, k] & ~done[:, k + 1]).any()) for k in added)
-    return reached / len(demos)
+    return min(stage_reached(tp, demos, k) for k in added)
 
 
 def summary(rows: list[dict[str, Any]], attempts: int) -> dict[str, Any]:
@@ -240,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--training-form", choices=("stage", "subgoals"), default="stage",
                     help="what an LLM training writer writes: one subgoal inserted into the family's program "
                          "(stage, the loop's default) or the whole list (subgoals; rows labelled +subgoals)")
+    ap.add_argument("--stage-reached", type=float, default=WriterConfig.stage_reached,
+                    help="share of the demonstrations on which a written stage must be reached, else the "
+                         "answer is refused with the expert's read-outs (default: the loop's, "
+                         f"{WriterConfig.stage_reached}; 0 checks nothing; rows labelled +reached<x>)")
     local_model_argument(ap, "--writers local")
     ap.add_argument("--examples", type=int, default=0,
                     help="show LLM generation writers up to K worked examples from the runs' procedural "
@@ -276,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
             label = f"{w}+examples{k_ex}" if k_ex else w
             if w != "rules" and a.training_form != "stage":
                 label += f"+{a.training_form}"
+            if w != "rules" and a.stage_reached != WriterConfig.stage_reached:
+                label += f"+reached{a.stage_reached:g}"
             todo = [(k, f, dx) for k, (f, dx) in enumerate(dxs) if (label, f, dx.text()[:200]) not in done]
             if not todo:
                 continue
@@ -286,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
                     row = {"writer": label, "family": family, "diagnosis": dx.text()[:200],
                            "generation": generation(family, dx, llm, sandbox, a.attempts, k_ex, memories),
                            "training": training(family, dx, llm, demos[family], a.attempts,
-                                                form=a.training_form)}
+                                                form=a.training_form, reached=a.stage_reached)}
                     rows.append(row)
                     print(f"{label} {k + 1}/{len(dxs)} {family} {dx.factor}/{dx.phase}: generation passed at "
                           f"{row['generation']['passed_at']}, training at {row['training']['passed_at']} "

@@ -316,6 +316,31 @@ def test_the_stage_writer_inserts_one_subgoal_the_model_writes_into_the_familys_
     assert "centred" in [g.name for g in tp.subgoals]
 
 
+def test_a_written_stage_the_expert_never_reaches_is_refused_with_its_read_outs():
+    """A stage's `done` is chained to the next stage's, so a condition that never holds agrees with the
+    demonstrations as well as the seed: with demonstrations, such an answer is refused and the writer
+    told what the expert's read-outs were on the way; a condition the expert meets is kept."""
+    demos = [run_episode(get_family("pick_place").sample_scene(s)) for s in range(2)]
+    assert all(d.success for d in demos)
+    never = {"name": "centred", "before": "grasp", "condition": "xy_dist('ee', object) > 5",
+             "progress": "1 - clip(xy_dist('ee', object) / 0.03, 0, 1)"}
+    met = {**never, "condition": "xy_dist('ee', object) < 0.01"}
+    llm, completer = queued_llm(never, met)
+    tp = write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=1))
+    fed = completer.requests[1].user
+    assert "reached before `grasp` on 0 of 2 expert demonstrations (at least 50% needed)" in fed
+    assert "`xy_dist('ee', object)` went from 0.0" in fed  # the expert's range, to write a threshold in
+    assert "centred" in [g.name for g in tp.subgoals] and tp.subgoals[1].done.endswith("< 0.01)")
+    llm, _ = queued_llm(never)
+    with pytest.raises(WriterError, match="shapes nothing"):
+        write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=0))
+    llm, _ = queued_llm(never)  # not checked without demonstrations, or with the check off
+    assert write_training_program(dx(), TRAIN, llm).fingerprint != TRAIN.fingerprint
+    llm, _ = queued_llm(never)
+    write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos),
+                           config=WriterConfig(retries=0, stage_reached=0.0))
+
+
 def test_rules_writer_repairs_its_own_program_by_backing_off_towards_the_centre():
     first = write_generation_program(mode(), GEN, None)  # obj_yaw (0.3, 0.6)
     again = write_generation_program(mode(), GEN, None, "validation: the expert failed on 3 of 4 scenes")

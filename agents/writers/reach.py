@@ -1,0 +1,75 @@
+"""Is a written stage ever reached? A stage the LLM adds has `done = (<next>) or (<condition>)`, so a
+condition that never holds agrees with the demonstrations exactly as well as the program without it and
+shapes nothing. `unreached` measures the stage on the expert's demonstrations and, when it is not reached
+on enough of them, says what the expert's read-outs were on the way to the next stage, for the writer to
+write a condition the expert meets."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from programs.expr import ExprError, compile_expr, parse
+from programs.model import TrainingProgram
+from programs.potential import PotentialCache, episode_parts, stage_reached
+
+# one clause of a condition: `<read-out> <op> <number>` (the shape the one-stage grammar writes)
+_COMPARISON = re.compile(r"^(?P<lhs>.+?)\s*(?P<op><=|>=|<|>)\s*(?P<num>-?[0-9]+(?:\.[0-9]+)?)$")
+
+
+def _clauses(condition: str) -> list[str]:
+    return [c.strip().removeprefix("(").removesuffix(")").strip() for c in condition.split(" and ")]
+
+
+def _approach(tp: TrainingProgram, ep: Any, k: int, cache: PotentialCache) -> tuple[Sequence[Any], Any]:
+    """The states of `ep` before subgoal `k + 1` first holds (all of them if it never does), its scene."""
+    states, _, scene = episode_parts(ep)
+    nxt = cache.for_scene(scene).done_matrix(states)[:, k + 1]
+    end = int(np.argmax(nxt)) if nxt.any() else len(states)
+    return states[:max(end, 1)], scene
+
+
+def _clause_note(tp: TrainingProgram, clause: str, windows: list[tuple[Sequence[Any], Any]]) -> str | None:
+    """What `clause`'s read-out did over the approach windows: its range for a comparison, the share of
+    states on which it held for a predicate; None when it cannot be evaluated on its own."""
+    m = _COMPARISON.match(clause)
+    text, expect = (m["lhs"], "num") if m else (clause, "bool")
+    try:
+        checked = parse(text, expect=expect, roles=tp.roles)
+        values = [float(compile_expr(checked, tp.bind_roles(scene.goal if scene is not None else None))(s))
+                  for states, scene in windows for s in states]
+    except (ExprError, TypeError, ValueError, KeyError):
+        return None
+    if not values:
+        return None
+    if m:
+        return f"`{text}` went from {min(values):.3f} to {max(values):.3f}"
+    return f"`{text}` held on {100 * sum(values) / len(values):.0f} % of those states"
+
+
+def unreached(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any], need: float
+              ) -> str | None:
+    """None when `tp`'s subgoal `k` (a written stage with `condition`) is reached before the next stage on
+    at least `need` of `episodes`; else the feedback for its writer."""
+    share = stage_reached(tp, episodes, k)
+    if share >= need:
+        return None
+    cache = PotentialCache(tp)
+    windows = [_approach(tp, ep, k, cache) for ep in episodes]
+    notes = list(dict.fromkeys(n for c in _clauses(condition) if (n := _clause_note(tp, c, windows))))
+    name, nxt = tp.subgoals[k].name, tp.subgoals[k + 1].name
+    lines = [f"the new stage `{name}` is reached before `{nxt}` on {round(share * len(episodes))} of "
+             f"{len(episodes)} expert demonstrations (at least {need:.0%} needed), so it shapes nothing: its "
+             f"condition `{condition}` almost never holds on the way to `{nxt}`."]
+    if notes:  # one line each: the feedback's lines are clipped one by one
+        lines += [f"On the expert's way to `{nxt}` (every state before it first holds):",
+                  *(f"- {n}" for n in notes)]
+    lines.append("Write a condition the expert meets part-way through that phase, with thresholds inside "
+                 "those ranges.")
+    return "\n".join(lines)
+
+
+__all__ = ["unreached"]
