@@ -163,6 +163,9 @@ class WriterConfig:
     # a written stage must be reached before the next one on at least this share of the expert's
     # demonstrations, else the answer is refused with what the expert's read-outs were (0: not checked)
     stage_reached: float = 0.5
+    # ...and when it is not, its comparisons' thresholds are first moved to the expert's quartiles on the way
+    # (the model's read-outs kept), before the answer is refused
+    stage_repair: bool = True
     # token budgets: an edit spec, a new source, a subgoal list, one stage
     max_tokens_edit: int = 400
     max_tokens_source: int = 4000

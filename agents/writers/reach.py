@@ -1,11 +1,12 @@
 """Is a written stage ever reached? A stage the LLM adds has `done = (<next>) or (<condition>)`, so a
 condition that never holds agrees with the demonstrations exactly as well as the program without it and
 shapes nothing. `unreached` measures the stage on the expert's demonstrations and, when it is not reached
-on enough of them, says what the expert's read-outs were on the way to the next stage, for the writer to
-write a condition the expert meets."""
+on enough of them, says what the expert's read-outs were on the way to the next stage; `repair` moves the
+condition's thresholds to the expert's quartiles there, keeping what the model chose to read."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +18,7 @@ from programs.model import TrainingProgram
 from programs.potential import PotentialCache, episode_parts, stage_reached
 
 # one clause of a condition: `<read-out> <op> <number>` (the shape the one-stage grammar writes)
+MOVED = "thresholds moved to the expert's quartiles on the way"  # in a repaired stage's doc
 _COMPARISON = re.compile(r"^(?P<lhs>.+?)\s*(?P<op><=|>=|<|>)\s*(?P<num>-?[0-9]+(?:\.[0-9]+)?)$")
 
 
@@ -32,22 +34,71 @@ def _approach(tp: TrainingProgram, ep: Any, k: int, cache: PotentialCache) -> tu
     return states[:max(end, 1)], scene
 
 
+def _values(tp: TrainingProgram, text: str, expect: str, windows: list[tuple[Sequence[Any], Any]]
+            ) -> list[float] | None:
+    """`text` evaluated on every state of the approach windows; None when it cannot be on its own."""
+    try:
+        checked = parse(text, expect=expect, roles=tp.roles)
+        return [float(compile_expr(checked, tp.bind_roles(scene.goal if scene is not None else None))(s))
+                for states, scene in windows for s in states]
+    except (ExprError, TypeError, ValueError, KeyError):
+        return None
+
+
 def _clause_note(tp: TrainingProgram, clause: str, windows: list[tuple[Sequence[Any], Any]]) -> str | None:
     """What `clause`'s read-out did over the approach windows: its range for a comparison, the share of
     states on which it held for a predicate; None when it cannot be evaluated on its own."""
     m = _COMPARISON.match(clause)
-    text, expect = (m["lhs"], "num") if m else (clause, "bool")
-    try:
-        checked = parse(text, expect=expect, roles=tp.roles)
-        values = [float(compile_expr(checked, tp.bind_roles(scene.goal if scene is not None else None))(s))
-                  for states, scene in windows for s in states]
-    except (ExprError, TypeError, ValueError, KeyError):
-        return None
+    text = m["lhs"] if m else clause
+    values = _values(tp, text, "num" if m else "bool", windows)
     if not values:
         return None
     if m:
         return f"`{text}` went from {min(values):.3f} to {max(values):.3f}"
     return f"`{text}` held on {100 * sum(values) / len(values):.0f} % of those states"
+
+
+def _with_condition(tp: TrainingProgram, k: int, condition: str, doc: str) -> TrainingProgram:
+    subs = list(tp.subgoals)
+    nxt = subs[k + 1].done
+    subs[k] = subs[k].model_copy(update={"done": f"({nxt}) or ({condition})", "doc": doc})
+    return TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "subgoals": subs})
+
+
+def repair(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any], need: float
+           ) -> tuple[TrainingProgram, str] | None:
+    """The written stage `k` with its comparisons' thresholds moved to the expert's quartiles on the way to
+    the next stage, so that it is reached on at least `need` of `episodes`: the model's read-outs, clauses
+    and progress are kept, only numbers change — as few clauses as will do, each as little as will do.
+    (program, the new condition) or None when no such thresholds exist (or a clause cannot be read)."""
+    clauses = _clauses(condition)
+    cache = PotentialCache(tp)
+    windows = [_approach(tp, ep, k, cache) for ep in episodes]
+    options: list[list[tuple[float, str]]] = []  # per clause: (relative change, clause text)
+    for c in clauses:
+        m = _COMPARISON.match(c)
+        if m is None:
+            if _values(tp, c, "bool", windows) is None:
+                return None
+            options.append([(0.0, c)])
+            continue
+        values = _values(tp, m["lhs"], "num", windows)
+        if not values:
+            return None
+        old = float(m["num"])
+        # a hair inside the quartile, so that a strict comparison holds where the read-out sits at it
+        nudge = 0.01 * (max(values) - min(values)) * (1 if m["op"].startswith("<") else -1)
+        quartiles = [float(q) + nudge for q in np.quantile(values, (0.25, 0.5, 0.75))]
+        options.append([(0.0, c)] + [(abs(q - old) / max(abs(old), 1e-3), f"{m['lhs']} {m['op']} {q:.3g}")
+                                     for q in quartiles])
+    combos = sorted(itertools.product(*options),
+                    key=lambda cs: (sum(x > 0 for x, _ in cs), sum(x for x, _ in cs)))
+    for combo in combos[1:]:  # the first is the answer as written
+        cond = " and ".join(text for _, text in combo)
+        cand = _with_condition(tp, k, cond, f"{tp.subgoals[k].doc}; {MOVED} (written: {condition})")
+        if stage_reached(cand, episodes, k) >= need:
+            return cand, cond
+    return None
 
 
 def unreached(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any], need: float
@@ -72,4 +123,4 @@ def unreached(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[An
     return "\n".join(lines)
 
 
-__all__ = ["unreached"]
+__all__ = ["MOVED", "repair", "unreached"]

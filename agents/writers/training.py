@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from agents.llm.base import LLM, LLMOutputError
 from agents.writers.answers import SubgoalsOut, goal_roles, stage_schema
 from agents.writers.base import WriterConfig, WriterError
-from agents.writers.reach import unreached
+from agents.writers.reach import repair, unreached
 from memory.types import Diagnosis
 from programs.checks import check_training
 from programs.model import Subgoal, TrainingProgram
@@ -252,13 +252,28 @@ def subgoals_program(out: SubgoalsOut, base: TrainingProgram, meta: dict[str, An
     return tp
 
 
+def _reached(tp: TrainingProgram, out: Any, evidence: Evidence, config: WriterConfig) -> TrainingProgram:
+    """`tp` when its written stage is reached on `config.stage_reached` of the demonstrations; else the
+    stage with its thresholds moved to the expert's quartiles (`config.stage_repair`); else `WriterError`
+    with the expert's read-outs, for the model to write another condition."""
+    k = [g.name for g in tp.subgoals].index(out.name)
+    problem = unreached(tp, k, out.condition, evidence.episodes, config.stage_reached)
+    if problem is None:
+        return tp
+    if config.stage_repair and (fixed := repair(tp, k, out.condition, evidence.episodes,
+                                                config.stage_reached)) is not None:
+        return fixed[0]
+    raise WriterError(TRAIN_PROMPT_STAGE, problem, out.model_dump_json())
+
+
 def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None = None, *,
                            mode_id: str | None = None, round_no: int | None = None,
                            evidence: Evidence | None = None, feedback: str | None = None,
                            config: WriterConfig = WriterConfig()) -> TrainingProgram:
     """A training program for the diagnosed difficulty (rules without an LLM). With `evidence` (expert
     demos) a written stage must be reached on `config.stage_reached` of them (`agents.writers.reach`; else
-    the answer is refused and the writer told what the expert's read-outs were). Refinement below the
+    its thresholds are moved to the expert's quartiles, or, where no thresholds do, the answer is refused
+    and the writer told what the expert's read-outs were). Refinement below the
     agreement threshold is the caller's (the loop's compile step, where the method allows it)."""
     if llm is None:
         return rules_training(diagnosis, base, mode_id=mode_id, round_no=round_no, evidence=evidence,
@@ -280,9 +295,7 @@ def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM
             tp = (stage_program(out, base, {**meta, "phase": diagnosis.phase}) if stage
                   else subgoals_program(out, base, meta))
             if stage and evidence is not None and config.stage_reached > 0:
-                k = [g.name for g in tp.subgoals].index(out.name)
-                if problem := unreached(tp, k, out.condition, evidence.episodes, config.stage_reached):
-                    raise WriterError(TRAIN_PROMPT_STAGE, problem, out.model_dump_json())
+                tp = _reached(tp, out, evidence, config)
             return tp
         except LLMOutputError as e:
             if attempt == config.retries:

@@ -325,20 +325,43 @@ def test_a_written_stage_the_expert_never_reaches_is_refused_with_its_read_outs(
     never = {"name": "centred", "before": "grasp", "condition": "xy_dist('ee', object) > 5",
              "progress": "1 - clip(xy_dist('ee', object) / 0.03, 0, 1)"}
     met = {**never, "condition": "xy_dist('ee', object) < 0.01"}
+    as_is = WriterConfig(retries=1, stage_repair=False)
     llm, completer = queued_llm(never, met)
-    tp = write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=1))
+    tp = write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=as_is)
     fed = completer.requests[1].user
     assert "reached before `grasp` on 0 of 2 expert demonstrations (at least 50% needed)" in fed
     assert "`xy_dist('ee', object)` went from 0.0" in fed  # the expert's range, to write a threshold in
     assert "centred" in [g.name for g in tp.subgoals] and tp.subgoals[1].done.endswith("< 0.01)")
     llm, _ = queued_llm(never)
     with pytest.raises(WriterError, match="shapes nothing"):
-        write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=0))
+        write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos),
+                               config=WriterConfig(retries=0, stage_repair=False))
     llm, _ = queued_llm(never)  # not checked without demonstrations, or with the check off
     assert write_training_program(dx(), TRAIN, llm).fingerprint != TRAIN.fingerprint
     llm, _ = queued_llm(never)
     write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos),
                            config=WriterConfig(retries=0, stage_reached=0.0))
+
+
+def test_a_stage_never_reached_gets_the_experts_quartiles_as_thresholds():
+    """The default: the model's read-outs and clauses kept, the numbers moved to the expert's quartiles on the
+    way to the next stage (as few clauses as will do), the written condition kept in the stage's doc; a
+    condition no thresholds make reachable is still refused."""
+    from programs.potential import stage_reached
+
+    demos = [run_episode(get_family("pick_place").sample_scene(s)) for s in range(2)]
+    progress = "1 - clip(xy_dist('ee', object) / 0.03, 0, 1)"
+    answer = {"name": "centred", "before": "grasp", "progress": progress,
+              "condition": "xy_dist('ee', object) > 5 and gripper() > 0.01"}  # never, then always
+    llm, _ = queued_llm(answer)
+    tp = write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=0))
+    stage = tp.subgoals[1]
+    assert stage.name == "centred" and "xy_dist('ee', object) > 5" not in stage.done
+    assert "xy_dist('ee', object) > 0." in stage.done and "gripper() > 0.01" in stage.done  # only one moved
+    assert "written: xy_dist('ee', object) > 5" in stage.doc and stage_reached(tp, demos, 1) >= 0.5
+    llm, _ = queued_llm({**answer, "condition": "grasped(object) and not grasped(object)"})
+    with pytest.raises(WriterError, match="shapes nothing"):
+        write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=0))
 
 
 def test_rules_writer_repairs_its_own_program_by_backing_off_towards_the_centre():
