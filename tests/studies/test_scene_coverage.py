@@ -31,7 +31,7 @@ def test_smoke_cells_training_scenes_are_read_from_their_final_state(smoke_table
     assert main(["--runs", str(out), "--records", str(results / "table1_smoke"), "--out", str(dest)]) == 0
     got = json.loads(dest.read_text())
     cells = {c["method"]: c for c in got["cells"]}
-    assert "zero_shot" not in cells and {"sft", "uniform", "coda"} <= set(cells)
+    assert "zero_shot" not in cells and {"sft", "coda"} <= set(cells)
     # one round of the smoke preset: `budget` accepted scenes of its one family; SFT's in distribution
     assert all(c["scenes"] == 2 for c in cells.values())
     assert cells["sft"]["ood_factors"] == 0 and cells["sft"]["conditions"] == 0
