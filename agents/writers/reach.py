@@ -58,6 +58,13 @@ def _clause_note(tp: TrainingProgram, clause: str, windows: list[tuple[Sequence[
     return f"`{text}` held on {100 * sum(values) / len(values):.0f} % of those states"
 
 
+def _always(op: str, threshold: float, values: list[float]) -> bool:
+    """A comparison that holds on every state of the way: a clause that no longer tells anything apart."""
+    v = np.asarray(values)
+    held = {"<": v < threshold, "<=": v <= threshold, ">": v > threshold, ">=": v >= threshold}[op]
+    return bool(held.all())
+
+
 def _with_condition(tp: TrainingProgram, k: int, condition: str, doc: str) -> TrainingProgram:
     subs = list(tp.subgoals)
     nxt = subs[k + 1].done
@@ -69,7 +76,8 @@ def repair(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any],
            ) -> tuple[TrainingProgram, str] | None:
     """The written stage `k` with its comparisons' thresholds moved to the expert's quartiles on the way to
     the next stage, so that it is reached on at least `need` of `episodes`: the model's read-outs, clauses
-    and progress are kept, only numbers change — as few clauses as will do, each as little as will do.
+    and progress are kept, only numbers change — as few clauses as will do, each as little as will do, and
+    never to a threshold every state of the way meets (a clause that would tell nothing apart).
     (program, the new condition) or None when no such thresholds exist (or a clause cannot be read)."""
     clauses = _clauses(condition)
     cache = PotentialCache(tp)
@@ -90,7 +98,7 @@ def repair(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any],
         nudge = 0.01 * (max(values) - min(values)) * (1 if m["op"].startswith("<") else -1)
         quartiles = [float(q) + nudge for q in np.quantile(values, (0.25, 0.5, 0.75))]
         options.append([(0.0, c)] + [(abs(q - old) / max(abs(old), 1e-3), f"{m['lhs']} {m['op']} {q:.3g}")
-                                     for q in quartiles])
+                                     for q in quartiles if not _always(m["op"], float(f"{q:.3g}"), values)])
     combos = sorted(itertools.product(*options),
                     key=lambda cs: (sum(x > 0 for x, _ in cs), sum(x for x, _ in cs)))
     for combo in combos[1:]:  # the first is the answer as written
