@@ -433,7 +433,13 @@ def main(argv: list[str] | None = None) -> int:
     log_dir = a.out.parent if a.out else Path(_tmpdir())
     timing = {}
     for critic in a.critics:
-        llm = None if critic == "rules" else bench_llm(critic, a, log_dir)
+        # with --out, answers are cached beside it: a killed benchmark rerun with the same flags replays the
+        # answers it already had (their seconds then are the replay's; the call log keeps the real ones)
+        from agents.llm import ResponseCache
+
+        cache = (ResponseCache(log_dir / f"llm_cache_{critic}.sqlite") if a.out and critic != "rules"
+                 else None)
+        llm = None if critic == "rules" else bench_llm(critic, a, log_dir, cache)
         try:
             for prompt in ["hybrid"] if critic == "rules" else a.prompts:  # the rules critic reads none
                 key = critic if critic == "rules" else f"{critic}-{prompt}"
