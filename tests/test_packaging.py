@@ -65,3 +65,21 @@ def test_the_tested_pins_lie_inside_the_declared_ranges():
                 outside.append(f"{name}: {line} not in {req}")
     assert not outside, outside
     assert {"numpy", "mujoco", "torch", "langgraph", "chromadb", "ray"} <= declared.keys()
+
+
+def test_make_test_runs_the_suite_while_the_pi05_environment_installs() -> None:
+    """`make test` (what .ci/run calls): setup leaves .venv-pi05 installing in the background, the main suite
+    runs, then the π0.5 tests run after a setup that waits for that install (one lock); an unknown setup
+    option is refused, naming the known ones."""
+    import subprocess
+
+    steps = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                           check=True).stdout.splitlines()
+    assert steps[0].endswith("setup.sh --pi05-background") and steps[1].endswith("python -m pytest"), steps
+    waits = next(i for i, s in enumerate(steps) if s.endswith("setup.sh --pi05"))
+    assert 1 < waits < next(i for i, s in enumerate(steps) if s.startswith(".venv-pi05/bin/python")), steps
+    script = (ROOT / "scripts" / "setup.sh").read_text()
+    assert "flock 9; install_pi05" in script  # a later --pi05 waits for the background install
+    bad = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh"), "--nope"], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert bad.returncode == 2 and "--pi05-background" in bad.stderr
