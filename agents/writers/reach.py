@@ -22,8 +22,26 @@ MOVED = "thresholds moved to the expert's quartiles on the way"  # in a repaired
 _COMPARISON = re.compile(r"^(?P<lhs>.+?)\s*(?P<op><=|>=|<|>)\s*(?P<num>-?[0-9]+(?:\.[0-9]+)?)$")
 
 
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _unwrap(clause: str) -> str:
+    """`clause` without brackets around all of it (never a call's closing bracket)."""
+    clause = clause.strip()
+    while clause.startswith("(") and clause.endswith(")") and _balanced(clause[1:-1]):
+        clause = clause[1:-1].strip()
+    return clause
+
+
 def _clauses(condition: str) -> list[str]:
-    return [c.strip().removeprefix("(").removesuffix(")").strip() for c in condition.split(" and ")]
+    """The `and`-joined clauses of a condition (a clause that is not one on its own fails to parse later)."""
+    return [_unwrap(c) for c in _unwrap(condition).split(" and ")]
 
 
 def _approach(tp: TrainingProgram, ep: Any, k: int, cache: PotentialCache) -> tuple[Sequence[Any], Any]:

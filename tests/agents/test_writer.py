@@ -359,6 +359,10 @@ def test_a_stage_never_reached_gets_the_experts_quartiles_as_thresholds():
     assert stage.name == "centred" and "xy_dist('ee', object) > 5" not in stage.done
     assert "xy_dist('ee', object) > 0." in stage.done and "gripper() > 0.01" in stage.done  # only one moved
     assert "written: xy_dist('ee', object) > 5" in stage.doc and stage_reached(tp, demos, 1) >= 0.5
+    # a predicate clause ending in its call's bracket is read whole (the loop's first LLM row hit this)
+    llm, _ = queued_llm({**answer, "condition": "(xy_dist('ee', object) > 5) and not on(object, target)"})
+    tp = write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=0))
+    assert tp.subgoals[1].done.endswith("and not on(object, target))") and stage_reached(tp, demos, 1) >= 0.5
     llm, _ = queued_llm({**answer, "condition": "grasped(object) and not grasped(object)"})
     with pytest.raises(WriterError, match="shapes nothing"):
         write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=0))
