@@ -1,8 +1,9 @@
 """Is a written stage ever reached? A stage the LLM adds has `done = (<next>) or (<condition>)`, so a
 condition that never holds agrees with the demonstrations exactly as well as the program without it and
-shapes nothing. `unreached` measures the stage on the expert's demonstrations and, when it is not reached
-on enough of them, says what the expert's read-outs were on the way to the next stage; `repair` moves the
-condition's thresholds to the expert's quartiles there, keeping what the model chose to read."""
+shapes nothing. When `programs.potential.stage_reached` finds it reached on too few of the expert's
+demonstrations, `repair` moves the condition's thresholds to the expert's quartiles on the way to the next
+stage (`approach_windows`), keeping what the model chose to read, and `feedback` says what the expert's
+read-outs were there, for the model to write another condition."""
 
 from __future__ import annotations
 
@@ -44,26 +45,41 @@ def _clauses(condition: str) -> list[str]:
     return [_unwrap(c) for c in _unwrap(condition).split(" and ")]
 
 
-def _approach(tp: TrainingProgram, ep: Any, k: int, cache: PotentialCache) -> tuple[Sequence[Any], Any]:
-    """The states of `ep` before subgoal `k + 1` first holds (all of them if it never does), its scene."""
-    states, _, scene = episode_parts(ep)
-    nxt = cache.for_scene(scene).done_matrix(states)[:, k + 1]
-    end = int(np.argmax(nxt)) if nxt.any() else len(states)
-    return states[:max(end, 1)], scene
+Windows = list[tuple[Sequence[Any], Any]]  # per episode: (its states on the way, its scene)
 
 
-def _values(tp: TrainingProgram, text: str, expect: str, windows: list[tuple[Sequence[Any], Any]]
-            ) -> list[float] | None:
+def chained(next_done: str, condition: str) -> str:
+    """A written stage's `done`: true once the next stage is done too, so the completed prefix never shrinks
+    (the seeds' cumulative style)."""
+    return f"({next_done}) or ({condition})"
+
+
+def approach_windows(tp: TrainingProgram, k: int, episodes: Sequence[Any]) -> Windows:
+    """Per episode, its states before subgoal `k + 1` first holds (all of them if it never does) and its
+    scene: where stage `k` has to be reached."""
+    cache, out = PotentialCache(tp), []
+    for ep in episodes:
+        states, _, scene = episode_parts(ep)
+        nxt = cache.for_scene(scene).done_matrix(states)[:, k + 1]
+        end = int(np.argmax(nxt)) if nxt.any() else len(states)
+        out.append((states[:max(end, 1)], scene))
+    return out
+
+
+def _values(tp: TrainingProgram, text: str, expect: str, windows: Windows) -> list[float] | None:
     """`text` evaluated on every state of the approach windows; None when it cannot be on its own."""
     try:
         checked = parse(text, expect=expect, roles=tp.roles)
-        return [float(compile_expr(checked, tp.bind_roles(scene.goal if scene is not None else None))(s))
-                for states, scene in windows for s in states]
+        out: list[float] = []
+        for states, scene in windows:
+            f = compile_expr(checked, tp.bind_roles(scene.goal if scene is not None else None))
+            out += [float(f(s)) for s in states]
+        return out
     except (ExprError, TypeError, ValueError, KeyError):
         return None
 
 
-def _clause_note(tp: TrainingProgram, clause: str, windows: list[tuple[Sequence[Any], Any]]) -> str | None:
+def _clause_note(tp: TrainingProgram, clause: str, windows: Windows) -> str | None:
     """What `clause`'s read-out did over the approach windows: its range for a comparison, the share of
     states on which it held for a predicate; None when it cannot be evaluated on its own."""
     m = _COMPARISON.match(clause)
@@ -86,20 +102,18 @@ def _always(op: str, threshold: float, values: list[float]) -> bool:
 def _with_condition(tp: TrainingProgram, k: int, condition: str, doc: str) -> TrainingProgram:
     subs = list(tp.subgoals)
     nxt = subs[k + 1].done
-    subs[k] = subs[k].model_copy(update={"done": f"({nxt}) or ({condition})", "doc": doc})
+    subs[k] = subs[k].model_copy(update={"done": chained(nxt, condition), "doc": doc})
     return TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "subgoals": subs})
 
 
-def repair(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any], need: float
-           ) -> tuple[TrainingProgram, str] | None:
+def repair(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any], need: float,
+           windows: Windows) -> TrainingProgram | None:
     """The written stage `k` with its comparisons' thresholds moved to the expert's quartiles on the way to
     the next stage, so that it is reached on at least `need` of `episodes`: the model's read-outs, clauses
     and progress are kept, only numbers change — as few clauses as will do, each as little as will do, and
     never to a threshold every state of the way meets (a clause that would tell nothing apart).
-    (program, the new condition) or None when no such thresholds exist (or a clause cannot be read)."""
+    None when no such thresholds exist (or a clause cannot be read). `windows`: `approach_windows`."""
     clauses = _clauses(condition)
-    cache = PotentialCache(tp)
-    windows = [_approach(tp, ep, k, cache) for ep in episodes]
     options: list[list[tuple[float, str]]] = []  # per clause: (relative change, clause text)
     for c in clauses:
         m = _COMPARISON.match(c)
@@ -123,23 +137,18 @@ def repair(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any],
         cond = " and ".join(text for _, text in combo)
         cand = _with_condition(tp, k, cond, f"{tp.subgoals[k].doc}; {MOVED} (written: {condition})")
         if stage_reached(cand, episodes, k) >= need:
-            return cand, cond
+            return cand
     return None
 
 
-def unreached(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any], need: float
-              ) -> str | None:
-    """None when `tp`'s subgoal `k` (a written stage with `condition`) is reached before the next stage on
-    at least `need` of `episodes`; else the feedback for its writer."""
-    share = stage_reached(tp, episodes, k)
-    if share >= need:
-        return None
-    cache = PotentialCache(tp)
-    windows = [_approach(tp, ep, k, cache) for ep in episodes]
+def feedback(tp: TrainingProgram, k: int, condition: str, share: float, episodes: int, need: float,
+             windows: Windows) -> str:
+    """What the writer of stage `k` (with `condition`, reached on `share` of `episodes` demonstrations) is
+    told: too rarely reached, and each read-out's range on the way (`windows`: `approach_windows`)."""
     notes = list(dict.fromkeys(n for c in _clauses(condition) if (n := _clause_note(tp, c, windows))))
     name, nxt = tp.subgoals[k].name, tp.subgoals[k + 1].name
-    lines = [f"the new stage `{name}` is reached before `{nxt}` on {round(share * len(episodes))} of "
-             f"{len(episodes)} expert demonstrations (at least {need:.0%} needed), so it shapes nothing: its "
+    lines = [f"the new stage `{name}` is reached before `{nxt}` on {round(share * episodes)} of "
+             f"{episodes} expert demonstrations (at least {need:.0%} needed), so it shapes nothing: its "
              f"condition `{condition}` almost never holds on the way to `{nxt}`."]
     if notes:  # one line each: the feedback's lines are clipped one by one
         lines += [f"On the expert's way to `{nxt}` (every state before it first holds):",
@@ -149,4 +158,4 @@ def unreached(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[An
     return "\n".join(lines)
 
 
-__all__ = ["MOVED", "repair", "unreached"]
+__all__ = ["MOVED", "approach_windows", "chained", "feedback", "repair"]

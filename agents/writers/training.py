@@ -25,11 +25,11 @@ from pydantic import ValidationError
 from agents.llm.base import LLM, LLMOutputError
 from agents.writers.answers import SubgoalsOut, goal_roles, stage_schema
 from agents.writers.base import WriterConfig, WriterError
-from agents.writers.reach import repair, unreached
+from agents.writers.reach import approach_windows, chained, feedback, repair
 from memory.types import Diagnosis
 from programs.checks import check_training
 from programs.model import Subgoal, TrainingProgram
-from programs.potential import agreement
+from programs.potential import agreement, stage_reached
 from programs.refine import Evidence
 from programs.vocab import describe
 from sim.families import FAMILIES, get_family
@@ -139,7 +139,7 @@ def emphasise(tp: TrainingProgram, phase: str) -> tuple[int, Subgoal] | None:
     if (found := emphasis_stage(tp, phase)) is None:
         return None
     k, (name, cond, progress) = found
-    done = f"({tp.subgoals[k].done}) or ({cond})"
+    done = chained(tp.subgoals[k].done, cond)
     return k, Subgoal(name=name, done=done, progress=progress, doc=f"emphasis on the {phase} phase")
 
 
@@ -185,7 +185,7 @@ def stage_program(out: Any, base: TrainingProgram, meta: dict[str, Any]) -> Trai
                                               f"one differently (existing: {', '.join(names)})", raw)
     k = names.index(out.before)
     try:
-        sub = Subgoal(name=out.name, done=f"({base.subgoals[k].done}) or ({out.condition})",
+        sub = Subgoal(name=out.name, done=chained(base.subgoals[k].done, out.condition),
                       progress=out.progress, doc=f"staging the {meta.get('phase', '')} phase".strip())
         tp = _with(base, subgoals=[*base.subgoals[:k], sub, *base.subgoals[k:]],
                    **{k2: v for k2, v in meta.items() if k2 != "phase"})
@@ -257,13 +257,15 @@ def _reached(tp: TrainingProgram, out: Any, evidence: Evidence, config: WriterCo
     stage with its thresholds moved to the expert's quartiles (`config.stage_repair`); else `WriterError`
     with the expert's read-outs, for the model to write another condition."""
     k = [g.name for g in tp.subgoals].index(out.name)
-    problem = unreached(tp, k, out.condition, evidence.episodes, config.stage_reached)
-    if problem is None:
+    episodes, need = evidence.episodes, config.stage_reached
+    share = stage_reached(tp, episodes, k)
+    if share >= need:
         return tp
-    if config.stage_repair and (fixed := repair(tp, k, out.condition, evidence.episodes,
-                                                config.stage_reached)) is not None:
-        return fixed[0]
-    raise WriterError(TRAIN_PROMPT_STAGE, problem, out.model_dump_json())
+    windows = approach_windows(tp, k, episodes)
+    if config.stage_repair and (fixed := repair(tp, k, out.condition, episodes, need, windows)) is not None:
+        return fixed
+    raise WriterError(TRAIN_PROMPT_STAGE, feedback(tp, k, out.condition, share, len(episodes), need, windows),
+                      out.model_dump_json())
 
 
 def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None = None, *,
