@@ -105,7 +105,10 @@ class Potential:
         rows = []
         for s in states:
             self._memo.clear()
-            rows.append([bool(d(s)) for d in self.done])
+            try:
+                rows.append([bool(d(s)) for d in self.done])
+            except Exception as e:  # noqa: BLE001 — re-raised with the subgoal that failed, as __call__ does
+                raise self._explain(s, e) from e
         return np.array(rows, bool).reshape(len(states), self.m)
 
     def _explain(self, s: WorldState, e: Exception) -> PotentialError:

@@ -363,6 +363,13 @@ def test_a_stage_never_reached_gets_the_experts_quartiles_as_thresholds():
     llm, _ = queued_llm({**answer, "condition": "(xy_dist('ee', object) > 5) and not on(object, target)"})
     tp = write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=0))
     assert tp.subgoals[1].done.endswith("and not on(object, target))") and stage_reached(tp, demos, 1) >= 0.5
+    # a call the language admits but the scene cannot evaluate ('ee' is a site, not an entity): an unusable
+    # answer the loop feeds back (`agent_failures`), not a crash (the first critic-without-memory LLM row's)
+    from programs.potential import PotentialError
+
+    llm, _ = queued_llm({**answer, "condition": "dist('ee', object) < 0.1 and not in_contact('ee', object)"})
+    with pytest.raises(PotentialError, match="no entity 'ee'"):
+        write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=0))
     llm, _ = queued_llm({**answer, "condition": "grasped(object) and not grasped(object)"})
     with pytest.raises(WriterError, match="shapes nothing"):
         write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=0))
