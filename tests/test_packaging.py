@@ -71,10 +71,13 @@ def test_make_test_runs_the_suite_while_the_pi05_environment_installs() -> None:
     """`make test` (what .ci/run calls): setup leaves .venv-pi05 installing in the background, the main suite
     runs, then the π0.5 tests run after a setup that waits for that install (one lock); an unknown setup
     option is refused, naming the known ones."""
+    import os
     import subprocess
 
-    steps = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                           check=True).stdout.splitlines()
+    # .ci/run calls us inside `make test`: without its variables the nested make prints no directory lines
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    steps = subprocess.run(["make", "--no-print-directory", "-n", "test"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
     assert steps[0].endswith("setup.sh --pi05-background") and steps[1].endswith("python -m pytest"), steps
     waits = next(i for i, s in enumerate(steps) if s.endswith("setup.sh --pi05"))
     assert 1 < waits < next(i for i, s in enumerate(steps) if s.startswith(".venv-pi05/bin/python")), steps
