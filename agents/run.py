@@ -21,6 +21,7 @@ traceback goes to <run>/error.log.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import time
@@ -35,6 +36,7 @@ from agents.run_checks import (
     check_executor,
     check_out,
     check_trace,
+    lock_run,
     read_config_file,
 )
 from common.cli import UsageError, command_parser, run_cli
@@ -265,10 +267,11 @@ def main(argv: list[str] | None = None) -> int:
         return (f"Every finished node is checkpointed; continue with: python -m agents.run --out {where[0]} "
                 "--resume")
 
-    return run_cli(lambda: _main(a, where), log_dir=lambda: where[0] if where else None, hint=hint)
+    with contextlib.ExitStack() as held:  # the run directory's lock, held until the run ends
+        return run_cli(lambda: _main(a, where, held), log_dir=lambda: where[0] if where else None, hint=hint)
 
 
-def _main(a: argparse.Namespace, where: list[Path]) -> int:
+def _main(a: argparse.Namespace, where: list[Path], held: contextlib.ExitStack) -> int:
     try:
         cfg = None if a.resume else make_config(a)
     except (KeyError, ValueError) as e:  # unknown preset/method/family ("did you mean"), bad values
@@ -279,6 +282,8 @@ def _main(a: argparse.Namespace, where: list[Path]) -> int:
     out = a.out or Path("runs") / f"{a.preset}_{(cfg.method if cfg else a.method) or 'coda'}"
     run = RunDir(out)
     if a.resume:
+        if out.is_dir():
+            held.enter_context(lock_run(out))
         cfg = _resume_config(a, run)
     else:
         if run.trace.exists():
@@ -288,6 +293,7 @@ def _main(a: argparse.Namespace, where: list[Path]) -> int:
         check_executor(cfg)
         check_devices(cfg)
         check_out(out, resume=False)
+        held.enter_context(lock_run(out))
         run.config.write_text(cfg.to_json())
     where.append(run.root)
     assert cfg is not None

@@ -7,9 +7,12 @@ database and the files its last checkpoint needs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import fcntl
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from agents.config import RunConfig, check_method
@@ -129,6 +132,24 @@ def check_out(out: Path, *, resume: bool) -> None:
     except OSError as e:
         raise UsageError(f"cannot write the run directory {out}: {e.strerror or e}; "
                          "choose another --out") from None
+
+
+@contextlib.contextmanager
+def lock_run(out: Path) -> Iterator[None]:
+    """One `agents.run` writes a run directory at a time: a second one (a --resume started while the first
+    still runs) would write the same round's scenes and checkpoints, and one would read a file the other
+    replaced. The lock is on the directory itself (flock), so taking it writes nothing there, and the
+    kernel drops it when the process ends, so a killed run never leaves it held."""
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(f"{out} is being written by another agents.run; let it finish or stop it, "
+                             "then continue with --resume") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def check_trace(run: RunDir) -> list[str]:

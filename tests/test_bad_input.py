@@ -59,3 +59,26 @@ def test_an_unexpected_failure_is_one_line_with_the_traceback_on_disk(
     err = capsys.readouterr().err
     assert err.splitlines()[0].startswith("error: FileNotFoundError:") and "Traceback" not in err
     assert "continue with" in err and "Traceback" in (tmp_path / "error.log").read_text()
+
+
+def test_a_run_directory_is_written_by_one_run_at_a_time(tmp_path: Path, template_run: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A --resume started while another agents.run still writes the directory is refused and writes
+    nothing (two runs interleaving one round's scenes left a checkpoint naming a file the other replaced);
+    the lock goes with the run that held it."""
+    from agents.run import main
+    from agents.run_checks import lock_run
+    from common.cli import UsageError
+
+    run = shutil.copytree(template_run, tmp_path / "run")
+    before = tree_digest(run)
+    with lock_run(run):  # as a running agents.run holds it
+        code = main(["--resume", "--rounds", "2", "--out", str(run)])
+        text = capsys.readouterr().err.strip()
+        with pytest.raises(UsageError, match="another agents.run"):
+            with lock_run(run):
+                pass
+    assert code == 2 and "being written by another agents.run" in text and "--resume" in text, text
+    assert "Traceback" not in text and tree_digest(run) == before
+    with lock_run(run):  # released with its holder
+        pass
