@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from programs.expr import ExprError, parse
+from programs.expr import ExprError, live, parse
 from programs.model import ROLE_REF, GenerationProgram, Program, TrainingProgram
 from programs.source import module_literals, schema_from_source
 from sim.scene import SceneSpec
@@ -184,6 +184,7 @@ def check_training(tp: TrainingProgram, scene: SceneSpec | None = None) -> list[
                 continue
             if scene is None or bindings is None:
                 continue
+            c = live(c, bindings, expect, where)  # the branches this scene's goal takes
             names = set(c.entities) | {str(bindings[r]) for r in c.entity_roles if r in bindings}
             for name in sorted(n for n in names if not _entity_ok(n, scene)):
                 errs.append(ProgramError("entity", f"no entity {name!r} in scene {scene.scene_id} (known: "

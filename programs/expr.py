@@ -12,6 +12,7 @@ Division by zero gives ±inf/nan instead of raising; a potential clips or zeroes
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 import math
 import operator
@@ -219,6 +220,27 @@ class _Checker:
         return got
 
 
+def live(checked: Checked, bindings: Mapping[str, Any], expect: Type = "any", where: str = "") -> Checked:
+    """`checked` with every `if` whose condition the bindings decide replaced by the branch it takes, as
+    `compile_expr` builds it: the entities a scene's program can reach. (One program serves a family whose
+    goals differ in kind: `opened(subject, target) if test == 'opened' else on(subject, target)` passes a
+    drawer scene's level, a number, nowhere an entity is expected.)"""
+    builder = _Builder(bindings, None)
+
+    class _Prune(ast.NodeTransformer):
+        def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+            names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+            if names <= set(bindings) | set(CONSTANTS):
+                _, const, value = builder.build(node.test)
+                if const:
+                    return self.visit(node.body if value else node.orelse)
+            return self.generic_visit(node)
+
+    tree = _Prune().visit(copy.deepcopy(checked.tree))
+    return checked if ast.dump(tree) == ast.dump(checked.tree) else parse(
+        ast.unparse(tree), expect=expect, roles=checked.roles, where=where)
+
+
 # ---- compilation into closures ---------------------------------------------------------------------
 class Memo:
     """Shares state-reading calls with equal arguments (e.g. `grasped('object')` in three subgoals)
@@ -305,7 +327,9 @@ class _Builder:
         ops = [_CMPOPS[type(o)] for o in node.ops]
         terms = [self.build(node.left)] + [self.build(c) for c in node.comparators]
         if len(ops) == 1:
-            op, (fa, _, _), (fb, cb, vb) = ops[0], terms[0], terms[1]
+            op, (fa, ca, va), (fb, cb, vb) = ops[0], terms[0], terms[1]
+            if ca and cb:  # two constants, e.g. a role bound to the goal's test: `test == 'opened'`
+                return self.const(op(va, vb))
             if cb:
                 return (lambda s: op(fa(s), vb)), False, None
             return (lambda s: op(fa(s), fb(s))), False, None
@@ -323,9 +347,10 @@ class _Builder:
         return chain, False, None
 
     def _IfExp(self, node: ast.IfExp) -> Built:
-        (ft, ct, vt), (fa, _, _), (fb, _, _) = (self.build(n) for n in (node.test, node.body, node.orelse))
-        if ct:
+        ft, ct, vt = self.build(node.test)
+        if ct:  # only the branch taken is built: the other may not fit the bindings (`live`)
             return self.build(node.body if vt else node.orelse)
+        (fa, _, _), (fb, _, _) = self.build(node.body), self.build(node.orelse)
         return (lambda s: fa(s) if ft(s) else fb(s)), False, None
 
     def _Call(self, node: ast.Call) -> Built:

@@ -16,6 +16,8 @@ ON_Z_TOL = 0.025  # a's bottom within this of b's top (m)
 # nested meshes put a bowl resting in a plate ~2.4 mm below the plate's own box bottom (libero_spatial,
 # where LIBERO's goal check holds)
 ON_Z_BELOW = 0.005
+# a's body origin above a region's top, as LIBERO's `(On obj region)` checks it (`SiteObject.under`), m
+ON_REGION_BELOW, ON_REGION_ABOVE = 0.005, 0.10
 XY_MARGIN = 0.9  # a's centre within this share of b's half extent
 LIFT_DEFAULT = 0.05  # "lifted" height above the table (m)
 INSERT_DEPTH = 0.015  # peg bottom at least this far below the hole's top (m)
@@ -41,9 +43,17 @@ def lifted(s: WorldState, a: str, h: float = LIFT_DEFAULT) -> bool:
 
 
 def on(s: WorldState, a: str, b: str) -> bool:
-    """`a` rests on top of object `b`: centred over it, bottom at b's top, touching it, not held."""
+    """`a` rests on top of object `b`: centred over it, bottom at b's top, touching it, not held. On a region
+    `b` (a fixture's top or a stove's cook region, LIBERO's `(On obj region)`): LIBERO's own test, a's body
+    origin over the region's rectangle and less than `ON_REGION_ABOVE` above its top, and not held."""
     if grasped(s, a):
         return False
+    if b in s.layout.regions and b not in s.layout.objects:
+        i, r = s.obj(a), s.layout.regions.index(b)
+        origin = s.obj_pos[i] - s.obj_mat[i] @ s.layout.object_center[i]
+        local, half = s.region_mat[r].T @ (origin - s.region_pos[r]), s.layout.region_half[r]
+        level = half[2] - ON_REGION_BELOW < local[2] < half[2] + ON_REGION_ABOVE
+        return bool(level and np.all(np.abs(local[:2]) < half[:2]))
     alo, _ = s.bounds(a)
     blo, bhi = s.bounds(b)
     c, bc = s.obj_pos[s.obj(a)], (blo + bhi) / 2

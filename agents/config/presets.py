@@ -1,6 +1,6 @@
 """Named run presets (`PRESETS`): `default`, `smoke` (seconds on 2 CPU cores), `demo`, `quickstart` (the
-README's first run, from the shipped pretrained policy), `libero` and `libero_spatial`; variants via
-`dataclasses.replace`.
+README's first run, from the shipped pretrained policy), `libero`, `libero_spatial` and `libero_goal`;
+variants via `dataclasses.replace`.
 """
 
 from __future__ import annotations
@@ -80,6 +80,12 @@ PRESETS.register("libero", RunConfig(
 # or not. LIBERO's step limit for the suite (220); every other setting is `libero`'s, not tuned here.
 PRESETS.register("libero_spatial", dataclasses.replace(
     PRESETS.get("libero"), preset="libero_spatial", families=("libero_spatial",), rollout_max_steps=220))
+# The same on LIBERO-Goal (`sim/families/libero_goal/`): one kitchen scene, seven goals (six pick-place, the
+# middle drawer to open); the goal's subject starts in its own region or swapped with another's, moved or
+# not. LIBERO's step limit for the suite (300); every other setting is `libero`'s: nothing was tuned or run
+# for this family yet.
+PRESETS.register("libero_goal", dataclasses.replace(
+    PRESETS.get("libero"), preset="libero_goal", families=("libero_goal",), rollout_max_steps=300))
 
 
 def get_preset(name: str) -> RunConfig:

@@ -4,7 +4,7 @@ A phase is more than its label: the agents read, for each phase of a family, whi
 plausibly break it (the rules critic's prior, `agents.critic.rules`), which stages of the family's seed
 training program cover it, and which subgoal the rules training writer inserts to stage it more finely
 (`agents.writers.training.EMPHASIS`). The phases several families share are here; a phase only one family
-has lives in that family's folder (`pull`/`push` in `articulated/`, `slide` in `push/`).
+has lives in that family's folder (`push` in `articulated/`, `slide` in `push/`).
 
 The relevance rows are priors about the scripted expert's physics (object yaw and size break grasps, mass
 and friction break lifts and carries, the target's position breaks transport, ...); a kind a row does not
@@ -87,6 +87,13 @@ RELEASE = Phase(name="release", emphasis="centred_over_target", relevance={
     "target_pos": 0.4,
     # the extended space's kinds (sim.extension)
     "surface": 0.4, "object_scale": 0.3, "actuation_noise": 0.3})
+
+# dragging a handle along its joint (articulated; libero_goal's drawer): what breaks it is how the fixture
+# meets the hand (its turn, size, place and the handle's standoff) and how far the joint has to travel
+PULL = Phase(name="pull", stages=("move",), emphasis="halfway_along_joint", relevance={
+    "joint_init": 0.6, "fixture_yaw": 0.9, "fixture_size": 0.6, "fixture_pos": 0.6, "handle_standoff": 0.6,
+    "fixture_height": 0.4, "task_kind": 0.5, "actuation_noise": 0.6, "state_noise": 0.5, "table_height": 0.4,
+    "obstacle": 0.4, "arm_init": 0.2})
 
 # carry an object to a target and set it down (pick-place, put-inside; LIBERO's pick-place families)
 PICK_AND_PLACE = (APPROACH, GRASP, LIFT, TRANSPORT, PLACE, RELEASE)

@@ -44,6 +44,26 @@ def drawer_joint(env: LiberoEnv, region: str) -> int | None:
     return j if int(m.jnt_type[j]) == 2 else None  # 2: a slide joint
 
 
+def drawer_handle(env: LiberoEnv, joint: int) -> tuple[int, np.ndarray]:
+    """(the handle's collision geom, the unit pull direction, horizontal) of the drawer slide joint `joint`
+    moves, from the drawer's geometry now: the handle is the drawer's collision geom farthest along the
+    slide axis from the drawer's middle, and the pull points from the middle to it."""
+    sim = env._inner.sim
+    m, d = sim.model, sim.data
+    body = int(m.jnt_bodyid[joint])
+    axis = d.xmat[body].reshape(3, 3) @ m.jnt_axis[joint]
+    geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == body
+             and (m.geom_contype[g] != 0 or m.geom_conaffinity[g] != 0)]
+    if not geoms:
+        raise UnsupportedGoal(f"{env.name}: drawer joint {m.joint_id2name(joint)!r} has no collision "
+                              "geometry")
+    along = {g: float((d.geom_xpos[g] - d.xpos[body]) @ axis) for g in geoms}
+    handle = max(geoms, key=lambda g: abs(along[g]))
+    pull = axis * np.sign(along[handle])
+    pull[2] = 0.0  # the hand moves horizontally
+    return handle, pull / np.linalg.norm(pull)
+
+
 def _facing(pull: np.ndarray, now: np.ndarray) -> np.ndarray:
     """The hand orientation (world ← hand) pointing against `pull` with the fingers closing vertically —
     of the two such orientations, the one nearer `now`."""
@@ -76,19 +96,8 @@ class DrawerExpert(ScriptedExpert):
 
     def _handle(self) -> tuple[np.ndarray, np.ndarray]:
         """(the handle's position, the unit pull direction) from the drawer's geometry now."""
-        sim = self.env._inner.sim
-        m, d = sim.model, sim.data
-        body = int(m.jnt_bodyid[self.joint])
-        axis = d.xmat[body].reshape(3, 3) @ m.jnt_axis[self.joint]
-        geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == body
-                 and (m.geom_contype[g] != 0 or m.geom_conaffinity[g] != 0)]
-        if not geoms:
-            raise UnsupportedGoal(f"{self.env.name}: drawer of {self.region!r} has no collision geometry")
-        along = {g: float((d.geom_xpos[g] - d.xpos[body]) @ axis) for g in geoms}
-        handle = max(geoms, key=lambda g: abs(along[g]))
-        pull = axis * np.sign(along[handle])
-        pull[2] = 0.0  # the hand moves horizontally
-        return d.geom_xpos[handle].copy(), pull / np.linalg.norm(pull)
+        geom, pull = drawer_handle(self.env, self.joint)
+        return self.env._inner.sim.data.geom_xpos[geom].copy(), pull
 
     def _script(self) -> Iterator[np.ndarray]:
         env = self.env

@@ -1,6 +1,7 @@
-"""What every LIBERO pick-place family shares (`sim/families/libero_object/`, `sim/families/libero_spatial/`):
-scenes that name a task of the family's suite (`SceneSpec.libero`), one seed scene per task of its scene
-builder's `TASKS`, pick-place phases read from the goal `(obj, target)`, and the expert played in LIBERO."""
+"""What every LIBERO family shares (`sim/families/libero_object/`, `sim/families/libero_spatial/`,
+`sim/families/libero_goal/`): scenes that name a task of the family's suite (`SceneSpec.libero`), one seed
+scene per task of its scene builder's `TASKS`, pick-place phases read from the goal `(obj, target)`
+(libero_goal adds a drawer's), and the expert played in LIBERO."""
 
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ class LiberoPickPlaceFamily(TaskFamily):
     @classmethod
     def expert(cls, spec: SceneSpec) -> ScriptedExpert:
         raise NotImplementedError("a LIBERO scene's expert acts in LIBERO: run it with "
-                                  "sim.episode.run_episode (policy None), which plays "
-                                  "sim.libero.expert.PickPlaceExpert")
+                                  "sim.episode.run_episode (policy None), which plays the expert "
+                                  "sim.libero.drawer.expert_for picks for the task's goal")
 
     @classmethod
     def phase(cls, spec: SceneSpec, s: WorldState) -> str:

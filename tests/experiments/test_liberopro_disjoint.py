@@ -118,7 +118,7 @@ def test_the_loop_s_family_scenes_start_from_no_evaluation_start(family, scenes,
         assert starts.clashes(pos, evals[fam.builder.SUITE]) == []
 
 
-@pytest.mark.parametrize("family", ["libero_object", "libero_spatial"])
+@pytest.mark.parametrize("family", ["libero_object", "libero_spatial", "libero_goal"])
 def test_no_wording_of_a_family_is_libero_pros_reworded_instruction(family):
     fam = get_family(family)
     lan = {t.name: protocol._words(t.instruction) for t in protocol.tasks(fam.builder.SUITE, "instruction")}

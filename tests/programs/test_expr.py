@@ -128,3 +128,22 @@ def test_memo_shares_calls_within_a_state_and_clears_between():
     assert f(other) == pytest.approx(0.2)  # stale until cleared: the owner clears per state
     memo.clear()
     assert f(other) == pytest.approx(2.0)
+
+
+def test_an_if_the_bindings_decide_builds_and_names_only_the_branch_taken():
+    """One program for goals of two kinds (libero_goal: a drawer's `opened(joint, level)`, an object's
+    `on(a, b)`): the branch a scene's goal rules out is neither built (a number divided as a level, or
+    passed as an entity) nor checked for its entities."""
+    from programs.expr import live
+
+    text = "open_frac(subject) > target / 3 if test == 'opened' else xy_dist(subject, target) < 0.05"
+    c = parse(text, expect="bool", roles=("subject", "target", "test"))
+    assert c.entity_roles == {"subject", "target"}
+    drawer = {"subject": "cab/joint", "target": 0.9, "test": "opened"}
+    assert live(c, drawer).entity_roles == {"subject"}
+    objects = {"subject": "bowl", "target": "plate", "test": "on"}
+    assert live(c, objects).entity_roles == {"subject", "target"}
+    compile_expr(c, objects)  # builds: 'plate' / 3 is in the branch not taken
+    with pytest.raises(KeyError):  # built: it reads the drawer's joint, which this state has not
+        compile_expr(c, drawer)(synthetic_state(1, np.zeros((1, 3))))
+    assert compile_expr(parse("1 if 'a' == 'a' else 2"), {})(None) == 1

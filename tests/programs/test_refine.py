@@ -71,9 +71,11 @@ def _spelled_latch(tp: TrainingProgram) -> TrainingProgram:
     return TrainingProgram.model_validate({**tp.model_dump(exclude={"id"}), "subgoals": nested})
 
 
-# libero_spatial's case is slow (LIBERO's expert, ~25 s): it shares LIBERO's machinery with libero_object's,
-# which runs; its seed program's stages on expert demonstrations are `python -m bench.programs`'s
-@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.slow) if f == "libero_spatial" else f
+# libero_spatial's and libero_goal's cases are slow (LIBERO's expert, ~25 s): they share LIBERO's machinery
+# with libero_object's, which runs; their seed programs' stages on expert demonstrations are
+# `python -m bench.programs`'s
+@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.slow)
+                                    if f in ("libero_spatial", "libero_goal") else f
                                     for f in sorted(seed_library())])
 def test_latched_stages_are_the_cumulative_dones(demos, family):
     """Latching is exactly the earlier rewrite, without the expressions nobody can read: Φ is the same on

@@ -19,7 +19,7 @@ ALLOWED_IMPORTS = {"numpy", "math", "random", "sim.scene"}
 def test_library_has_every_registered_family():
     lib = seed_library()
     assert set(lib) == {"pick_place", "articulated", "put_inside", "stack_insert", "push", "libero_object",
-                        "libero_spatial"}
+                        "libero_spatial", "libero_goal"}
     for family, (gen, train) in lib.items():
         assert gen.family == train.family == family and gen.mode_id == train.mode_id == "seed"
         assert gen.parent_id is None and train.parent_id is None and gen.factors

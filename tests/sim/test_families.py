@@ -15,11 +15,13 @@ NAMES = FAMILIES.names()
 # families whose scenes are our MuJoCo world (a LIBERO family's run in LIBERO:
 # tests/sim/test_libero_family.py)
 OURS = our_families()
-# libero_spatial runs on LIBERO's machinery as libero_object does, whose cases run here (10-50 s each); its
-# own are slow, covered by `python -m bench.experts --families libero_spatial` (the expert on its scenes),
-# `python -m bench.programs` (its seed training program against expert demonstrations) and every scene of
-# `python -m agents.run --preset libero_spatial` (validated before it is used)
-HEAVY = [pytest.param(n, marks=pytest.mark.slow) if n == "libero_spatial" else n for n in NAMES]
+# libero_spatial and libero_goal run on LIBERO's machinery as libero_object does, whose cases run here
+# (10-50 s each); theirs are slow, covered by `python -m bench.experts --families libero_spatial,libero_goal`
+# (the expert on their scenes), `python -m bench.programs` (each seed training program against expert
+# demonstrations) and every scene of an `agents.run` with their preset (validated before it is used);
+# libero_goal's drawer scene is validated in tests/sim/test_libero_goal_family.py
+SLOW_LIBERO = ("libero_spatial", "libero_goal")
+HEAVY = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_LIBERO else n for n in NAMES]
 
 
 def test_all_five_families_are_registered():

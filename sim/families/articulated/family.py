@@ -17,7 +17,7 @@ from sim.builder import ROBOT_BASE, ROBOT_INIT_QPOS
 from sim.experts.primitives import CLOSE, Primitive, ScriptedExpert, ee_yaw, rot_z
 from sim.families.articulated import scene
 from sim.families.base import TaskFamily
-from sim.families.phases import APPROACH, GRASP, RELEASE, Phase
+from sim.families.phases import APPROACH, GRASP, PULL, RELEASE
 from sim.fixtures import params as fixture_params
 from sim.predicates import goal_reached, grasped, open_frac
 from sim.scene import FixtureSpec, SceneSpec
@@ -29,12 +29,6 @@ NEAR = 0.025  # grip site this close to the handle counts as "at the handle" (m)
 ABOVE = 0.08  # approach height above the handle (m)
 LEAD = 0.2  # rad the door-swing target runs ahead of the handle along its arc
 
-# dragging the handle along the joint: what breaks it is how the fixture meets the hand (its turn, size,
-# place and the handle's standoff) and how far the joint has to travel
-PULL = Phase(name="pull", stages=("move",), emphasis="halfway_along_joint", relevance={
-    "joint_init": 0.6, "fixture_yaw": 0.9, "fixture_size": 0.6, "fixture_pos": 0.6, "handle_standoff": 0.6,
-    "fixture_height": 0.4, "task_kind": 0.5, "actuation_noise": 0.6, "state_noise": 0.5, "table_height": 0.4,
-    "obstacle": 0.4, "arm_init": 0.2})
 # closing: as pulling, but the joint's start decides whether there is anything left to push
 PUSH = replace(PULL, name="push", relevance={**PULL.relevance, "joint_init": 1.0})
 PHASES = (replace(APPROACH, emphasis="near_handle"), replace(GRASP, emphasis="at_handle"), PULL, PUSH,
