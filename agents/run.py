@@ -55,6 +55,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, help="rounds after the bootstrap")
     p.add_argument("--llm", choices=BACKENDS, help="LLM backend of the critic and writer (default: the "
                    "preset's — local for default/demo, rules for smoke)")
+    p.add_argument("--llm-critic", action="store_true", default=None,
+                   help="the LLM decides the critic's diagnoses too (default: the rules critic decides and "
+                   "the LLM writes the programs; the embedded model's judgement measured not to help)")
     p.add_argument("--model", help="local model key or endpoint model name")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (--llm openai)")
     p.add_argument("--replay-file", type=Path, help="recordings for --llm replay")
@@ -90,6 +93,7 @@ def make_config(a: argparse.Namespace) -> RunConfig:
     cfg = read_config_file(a.config) if a.config else PRESETS.get(a.preset)
     over: dict[str, Any] = {k: v for k, v in (("method", a.method), ("rounds", a.rounds), ("llm", a.llm),
                                               ("llm_model", a.model), ("llm_base_url", a.base_url),
+                                              ("llm_critic", a.llm_critic),
                                               ("budget", a.budget), ("workers", a.workers), ("seed", a.seed),
                                               ("executor", a.executor), ("ray_address", a.ray_address),
                                               ("space", a.space))

@@ -75,9 +75,8 @@ def test_a_run_directory_is_written_by_one_run_at_a_time(tmp_path: Path, templat
     with lock_run(run):  # as a running agents.run holds it
         code = main(["--resume", "--rounds", "2", "--out", str(run)])
         text = capsys.readouterr().err.strip()
-        with pytest.raises(UsageError, match="another agents.run"):
-            with lock_run(run):
-                pass
+        with pytest.raises(UsageError, match="another agents.run"), lock_run(run):
+            pass
     assert code == 2 and "being written by another agents.run" in text and "--resume" in text, text
     assert "Traceback" not in text and tree_digest(run) == before
     with lock_run(run):  # released with its holder

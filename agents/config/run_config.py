@@ -74,6 +74,12 @@ class RunConfig:
     # LLM backend of the critic and writer (agents.llm registry: local, openai, replay, rules); "rules"
     # uses the rule-based critic over privileged state and template program edits (no model)
     llm: str = "local"
+    # whether the critic's decision is the LLM's (with an LLM backend); off, the rules critic diagnoses and
+    # the LLM writes the programs. Off by default: the embedded 1.5B's judgement over the rules critic's
+    # candidates cost accuracy on both case sets it was measured on, 22 vs 28 and 20 vs 31 of 40, the second
+    # never read before (docs/benchmarks.md, "The critic re-checked on cases never read"); `--llm-critic` or
+    # an endpoint you trust turns it on. A config.json written before this field existed meant it on.
+    llm_critic: bool = False
     # model of the LLM backend: a local GGUF key, or the endpoint's model name ("" = the backend's default)
     llm_model: str = ""
     # OpenAI-compatible endpoint root for llm="openai" (the key comes from $OPENAI_API_KEY, never from here)
@@ -154,8 +160,9 @@ class RunConfig:
 
     @property
     def critic_kind(self) -> Literal["rules", "llm"]:
-        """The rule-based critic and writer without a model, the LLM ones otherwise."""
-        return "rules" if self.llm == "rules" else "llm"
+        """The critic: the rule-based one without a model or with `llm_critic` off, the LLM's otherwise (the
+        writers are the LLM's whenever there is a model)."""
+        return "llm" if self.llm != "rules" and self.llm_critic else "rules"
 
     def to_json(self) -> str:
         """The config's fields and, as `method_config`, what its method name meant when it was written: a
@@ -167,10 +174,11 @@ class RunConfig:
     @classmethod
     def from_json(cls, text: str) -> RunConfig:
         """The config of a `to_json` text; a file written before `verify.alpha` existed keeps its
-        `verify_alpha` as it."""
+        `verify_alpha` as it, one written before `llm_critic` existed its LLM critic."""
         data = json.loads(text)
         if "verify_alpha" in data:
             data["verify"] = {**data.get("verify", {}), "alpha": data.pop("verify_alpha")}
+        data.setdefault("llm_critic", True)  # written when an LLM backend always diagnosed
         return _build(cls, data)
 
 

@@ -49,8 +49,8 @@ def cell_config(preset: TablePreset, method: str, seed: int, critic: str, worker
     base = PRESETS.get(preset.run_preset)
     over = {**preset.overrides, "method": method, "seed": seed, "workers": workers,
             "preset": f"{preset.run_preset}+{preset.label or preset.table}"}
-    if critic != "rules":
-        over["llm"] = critic
+    if critic != "rules":  # an LLM row: the model is critic and writers
+        over["llm"], over["llm_critic"] = critic, True
     return dataclasses.replace(base, **over)
 
 

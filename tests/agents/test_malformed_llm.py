@@ -65,7 +65,7 @@ def llm_run(tmp_path: Path):
         endpoint = OpenAIConfig(base_url=server.base_url, model="fake", max_retries=0)
         llm = make_llm("openai", endpoint, call_log=log)
         stack.callback(llm.close)
-        cfg = config("coda", llm="openai", **over)
+        cfg = config("coda", llm="openai", llm_critic=True, **over)
         deps = stack.enter_context(open_deps(cfg, run_dir, llm=llm, call_log=log, agents=agents,
                                              trainer=FakeTrainer(-1.0)))
         return deps, server, log

@@ -39,3 +39,27 @@ def test_workers_beyond_the_machine_are_refused_in_one_line_before_anything_is_w
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --workers 100000: this machine runs at most"), err
     assert not out.exists()
+
+
+def test_the_llm_writes_and_the_rules_critic_decides_unless_asked() -> None:
+    """With a model, the writers are the LLM's; the critic's decision is the rules critic's unless
+    `llm_critic` (`--llm-critic`; the table's LLM rows set it) — and a config.json written before the field
+    existed keeps the LLM critic it ran with."""
+    import dataclasses
+    import json
+
+    from agents.config import PRESETS, RunConfig
+    from agents.run import make_config, parse_args
+    from experiments.table import cells, presets
+
+    demo = PRESETS.get("demo")
+    assert demo.llm == "local" and not demo.llm_critic and demo.critic_kind == "rules"
+    assert dataclasses.replace(demo, llm_critic=True).critic_kind == "llm"
+    assert dataclasses.replace(demo, llm="rules", llm_critic=True).critic_kind == "rules"
+    assert make_config(parse_args(["--preset", "demo", "--llm-critic"])).critic_kind == "llm"
+    assert make_config(parse_args(["--preset", "demo"])).critic_kind == "rules"
+    older = json.loads(demo.to_json())
+    del older["llm_critic"]
+    assert RunConfig.from_json(json.dumps(older)).critic_kind == "llm"
+    row = cells.cell_config(presets.TABLES.get("core"), "coda", 2, "local", 1)
+    assert row.llm == "local" and row.critic_kind == "llm"

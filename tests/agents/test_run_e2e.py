@@ -142,8 +142,9 @@ def _run(run_dir: Path, conf: ReplayConfig) -> tuple[dict, list[dict]]:
         log = CallLog(run_dir / "llm_calls.jsonl")
         llm = make_llm("replay", conf, call_log=log)
         stack.callback(llm.close)
-        deps = stack.enter_context(open_deps(config("coda", llm="replay"), run_dir, llm=llm, call_log=log,
-                                             agents=CriticFromLLM(), trainer=FakeTrainer(-1.0)))
+        cfg = config("coda", llm="replay", llm_critic=True)
+        deps = stack.enter_context(open_deps(cfg, run_dir, llm=llm, call_log=log, agents=CriticFromLLM(),
+                                             trainer=FakeTrainer(-1.0)))
         return run_graph(deps), log.read()
 
 
