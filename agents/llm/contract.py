@@ -126,9 +126,10 @@ def _training_case() -> Case:
     def new(out: Any) -> bool:  # asked of valid answers only (`run_case`)
         return stages(use(out)) != stages(base)
 
+    variables = stage_variables(base, dx)
     return Case(name="training_writer", prompt=TRAIN_PROMPT_STAGE,
-                schema=stage_schema(base), max_tokens=config.max_tokens_stage,
-                variables=stage_variables(base, dx), valid=_usable(use), right=new)
+                schema=stage_schema(base, variables["before"]), max_tokens=config.max_tokens_stage,
+                variables=variables, valid=_usable(use), right=new)
 
 
 @cache

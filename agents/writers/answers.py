@@ -136,10 +136,14 @@ def stage_patterns(base: TrainingProgram) -> tuple[str, str]:
     return f"^{condition}$", f"^{progress}$"
 
 
-def stage_schema(base: TrainingProgram) -> type[BaseModel]:
-    """`StageOut` for `base`: `before` an enum of its stages (the last, the task's test, included), the
-    expressions patterned by `stage_patterns` in the JSON schema (the grammar of the local server)."""
-    before: Any = Literal[tuple(g.name for g in base.subgoals)]
+def stage_schema(base: TrainingProgram, before: str | None = None) -> type[BaseModel]:
+    """`StageOut` for `base`: `before` an enum of its stages (the last, the task's test, included), or only
+    `before` when the failing phase fixes it (`agents.writers.training.phase_stage`), the expressions
+    patterned by `stage_patterns` in the JSON schema (the grammar of the local server)."""
+    names = tuple(g.name for g in base.subgoals)
+    if before is not None and before not in names:
+        raise ValueError(f"{before!r} is not a stage of the program ({', '.join(names)})")
+    before_t: Any = Literal[(before,) if before is not None else names]
     patterns = dict(zip(("condition", "progress"), stage_patterns(base), strict=True))
 
     def patterned(name: str) -> tuple[Any, Any]:
@@ -148,5 +152,5 @@ def stage_schema(base: TrainingProgram) -> type[BaseModel]:
                           json_schema_extra={"pattern": patterns[name]})
 
     return create_model("StageOut", __base__=StageOut, __doc__=StageOut.__doc__,
-                        before=(before, StageOut.model_fields["before"]),
+                        before=(before_t, StageOut.model_fields["before"]),
                         condition=patterned("condition"), progress=patterned("progress"))

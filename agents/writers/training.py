@@ -114,18 +114,26 @@ EMPHASIS: dict[str, Callable[[dict[str, str]], Stage | None]] = {
 }
 
 
+def phase_stage(tp: TrainingProgram, phase: str) -> int | None:
+    """Index in `tp` of the stage that covers `phase` (the first of the family's declared stages the program
+    has; the verifier for a phase that declares none), or None: a phase the family does not have (a mode
+    that reached it from another family through a factor kind), or none of its stages in the program."""
+    if tp.family not in FAMILIES.names() or phase not in get_family(tp.family).phase_stages:
+        return None
+    stages = get_family(tp.family).phase_def(phase).stages
+    names = [g.name for g in tp.subgoals]
+    return len(names) - 1 if stages is None else next((names.index(n) for n in stages if n in names), None)
+
+
 def emphasis_stage(tp: TrainingProgram, phase: str) -> tuple[int, Stage] | None:
     """(insert position, (name, condition, progress)) of the family's declared emphasis for `phase` in
-    `tp` (before the stages that cover it), or None if it cannot be staged. A phase the family does not
-    have (a mode that reached it from another family through a factor kind) has nothing to stage."""
-    if tp.family not in FAMILIES.names() or phase not in get_family(tp.family).phase_stages:
+    `tp` (before the stage that covers it, `phase_stage`), or None if it cannot be staged."""
+    if (k := phase_stage(tp, phase)) is None:
         return None
     declared = get_family(tp.family).phase_def(phase)
     names = [g.name for g in tp.subgoals]
-    stages = declared.stages
-    k = len(names) - 1 if stages is None else next((names.index(n) for n in stages if n in names), None)
     roles = goal_roles(tp)
-    if k is None or "subject" not in roles or declared.emphasis is None:
+    if "subject" not in roles or declared.emphasis is None:
         return None
     spec = EMPHASIS[declared.emphasis](roles)
     if spec is None or spec[0] in names:
@@ -171,8 +179,11 @@ def stage_example(base: TrainingProgram, phase: str) -> dict[str, str] | None:
 
 
 def stage_variables(base: TrainingProgram, diagnosis: Diagnosis) -> dict[str, Any]:
-    """Variables of the `writer_stage` prompt."""
-    return {**training_variables(base, diagnosis), "worked": stage_example(base, diagnosis.phase)}
+    """Variables of the `writer_stage` prompt: `before`, the stage that covers the failing phase (the new
+    subgoal's place, fixed by the answer's schema; None when the family does not say)."""
+    k = phase_stage(base, diagnosis.phase)
+    return {**training_variables(base, diagnosis), "worked": stage_example(base, diagnosis.phase),
+            "before": None if k is None else base.subgoals[k].name}
 
 
 def stage_program(out: Any, base: TrainingProgram, meta: dict[str, Any]) -> TrainingProgram:
@@ -284,9 +295,9 @@ def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM
             "round": base.round if round_no is None else round_no, "diagnosis": diagnosis.text()}
     stage = config.training_form == "stage"
     if stage:
-        prompt, schema, budget = (TRAIN_PROMPT_STAGE, stage_schema(base),
-                                  config.max_tokens_stage)
         variables = stage_variables(base, diagnosis)
+        prompt, schema, budget = (TRAIN_PROMPT_STAGE, stage_schema(base, variables["before"]),
+                                  config.max_tokens_stage)
     else:
         prompt, schema, budget = TRAIN_PROMPT, SubgoalsOut, config.max_tokens_subgoals
         variables = training_variables(base, diagnosis)

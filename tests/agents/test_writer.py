@@ -306,8 +306,22 @@ def test_the_stage_writer_inserts_one_subgoal_the_model_writes_into_the_familys_
     assert tp.subgoals[k + 1:] == TRAIN.subgoals[k:] and tp.fingerprint != TRAIN.fingerprint
     request = completer.requests[0]
     assert request.prompt_name == "writer_stage"
-    assert request.schema.model_json_schema()["properties"]["before"]["enum"] == names
+    # where it goes is the failing phase's: the stage that covers it, fixed by the schema and said in words
+    assert request.schema.model_json_schema()["properties"]["before"]["const"] == "grasp"
+    assert "The grasp phase ends when `grasp` is done: the new subgoal comes just before `grasp`" in (
+        request.user)
     assert "An example of a good answer, for the approach phase: name = near_object" in request.user
+    llm, completer = queued_llm({**answer, "before": "reach"}, answer)
+    tp = write_training_program(dx(), TRAIN, llm, config=WriterConfig(retries=1))
+    assert "before" in completer.requests[1].user and "centred" in [g.name for g in tp.subgoals]
+    # stack_insert's insert phase has no stage of its own: the verifier covers it (the demo's writer put its
+    # insert stage before `grasp` three times, where the expert never met it)
+    base = LIB["stack_insert"][1]
+    llm, completer = queued_llm({**answer, "before": "seat", "condition": "xy_dist(piece, base) < 0.01",
+                                 "progress": "1 - clip(xy_dist(piece, base) / 0.05, 0, 1)"})
+    tp = write_training_program(dx("base_yaw", phase="insert"), base, llm)
+    assert completer.requests[0].schema.model_json_schema()["properties"]["before"]["const"] == "seat"
+    assert [g.name for g in tp.subgoals][-2:] == ["centred", "seat"]
     taken = {**answer, "name": "grasp"}  # a name the program has, then an expression it cannot read
     llm, completer = queued_llm(taken, {**answer, "condition": "graspd(object)"}, answer)
     tp = write_training_program(dx(), TRAIN, llm, config=WriterConfig(retries=2))
