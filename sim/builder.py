@@ -7,7 +7,6 @@ controller, `WorldState` and the renderer read, so nothing looks names up at run
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
@@ -163,24 +162,12 @@ def _add_object(world: mujoco.MjsBody, o: ObjectSpec, damping: float = 0.0) -> N
         g.mass = o.mass
 
 
-@functools.cache
-def _small_texture(path: str, size: int = 256) -> tuple[bytes, int, int]:
-    """A LIBERO texture downsampled once per process: the scans ship 4096² PNGs, which made every compile,
-    model copy and renderer context cost ~1 s and 60 MB for detail no 128-pixel camera can show."""
-    from PIL import Image
-
-    img = Image.open(path).convert("RGB")
-    if max(img.size) > size:
-        img = img.resize((size, size), Image.Resampling.BILINEAR)
-    return np.asarray(img).tobytes(), img.width, img.height
-
-
 def _attach_mesh(body: mujoco.MjsBody, o: ObjectSpec) -> None:
     xml = assets.libero_object_xml(o.asset)
     child = mujoco.MjSpec.from_file(str(xml))
     for tex in child.textures:
         if tex.file:
-            tex.data, tex.width, tex.height = _small_texture(str(xml.parent / tex.file))
+            tex.data, tex.width, tex.height = assets.small_texture(xml.parent / tex.file)
             tex.file, tex.nchannel = "", 3
     scale = o.size[0]
     for m in child.meshes:

@@ -10,13 +10,14 @@ pytest_plugins = ("tests.smoke_table",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # the smoke table's first reader runs first (its worker builds the table at once) and the other readers
-    # last, when it is built: under xdist no worker then waits on the table's lock (the same order on every
-    # worker, as xdist requires)
+    # Long tests first, short ones last, so the two workers end together (a long test drawn last runs
+    # alone): the smoke table's first reader (its worker builds the table at once), then the other
+    # `integration` tests, then the table's other readers (by then the table is built, so no worker waits
+    # on its lock), then the rest. The same order on every worker, as xdist requires.
     readers = [item for item in items if "smoke_table" in getattr(item, "fixturenames", ())]
-    if readers:
-        rest = [item for item in items if item not in readers]
-        items[:] = [readers[0], *rest, *readers[1:]]
+    long_ = [item for item in items if item.get_closest_marker("integration") and item not in readers]
+    first = {id(item) for item in (*readers, *long_)}
+    items[:] = [*readers[:1], *long_, *readers[1:], *(item for item in items if id(item) not in first)]
     gpu = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu:
         return

@@ -43,9 +43,12 @@ PRESETS.register("demo", RunConfig(
 # four families, Table 1's seed-0 bootstrap), so the policy solves in-distribution pick-place scenes and
 # fails where variants move three factors out of distribution; the rules critic diagnoses two failures, each
 # verified on 12 + 12 episodes, and a validated one is compiled into a generation + training program pair.
+# Its round's update replays the bootstrap's demonstrations (`LearnConfig.replay`): with 3 of them it took
+# the shipped policy from 12 to 1 of 12 in-distribution development scenes (at 1e-5 still to 10); with 40,
+# the demo preset's number, it kept 12 (`python -m studies.quickstart_round_dev`, FINDINGS #45).
 PRESETS.register("quickstart", RunConfig(
     preset="quickstart", llm="rules", families=("pick_place",), rounds=1, budget=6, held=1, max_arms=3,
-    max_retries=1, seed_demos=3, diagnose_max=2, verify_n=12, eval_id=2, eval_ood=2, variants=1,
+    max_retries=1, seed_demos=40, diagnose_max=2, verify_n=12, eval_id=2, eval_ood=2, variants=1,
     variant_factors=4,
     learn=LearnConfig(
         init_policy=str(SEED_SFT_4FAM),

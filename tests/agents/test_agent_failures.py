@@ -21,6 +21,8 @@ from tests.agents.graphkit import accepted_per_family, config, run_graph
 from tests.fakes.agents import ScriptedAgents
 from tests.fakes.trainer import FakeTrainer
 
+pytestmark = pytest.mark.integration  # ordered first in the suite (tests/conftest.py): long tests
+
 ALWAYS_FAILS = -1.0  # yaw limit of the fake policy: every rollout fails, so the critic has work
 GEN = seed_library()["pick_place"][0]
 

@@ -20,6 +20,8 @@ from tests.agents.graphkit import config, run_graph
 from tests.fakes.agents import ScriptedAgents
 from tests.fakes.trainer import FakeTrainer
 
+pytestmark = pytest.mark.integration  # ordered first in the suite (tests/conftest.py): long tests
+
 LIB = seed_library()
 
 

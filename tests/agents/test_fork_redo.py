@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agents.config import RunConfig
 from agents.graph.deps import open_deps
 from agents.graph.rundir import RunDir
@@ -14,6 +16,8 @@ from agents.replay import history, main, node_inputs, open_app
 from tests.agents.graphkit import accepted_per_family, config, run_graph
 from tests.fakes.agents import ScriptedAgents
 from tests.fakes.trainer import FakeTrainer
+
+pytestmark = pytest.mark.integration  # ordered first in the suite (tests/conftest.py): long tests
 
 
 def _steps(run: Path) -> list[tuple[int, str]]:

@@ -18,6 +18,8 @@ from tests.fakes.agents import ScriptedAgents
 from tests.fakes.openai_server import FIRST, FakeOpenAIServer, Reply, text_reply, tool_call_reply, tool_name
 from tests.fakes.trainer import FakeTrainer
 
+pytestmark = pytest.mark.integration  # ordered first in the suite (tests/conftest.py): long tests
+
 GOOD_DIAGNOSIS = {"keep": True, "factor": FIRST, "phase": "approach",  # the hybrid critic keeps candidate 1
                   "explanation": "The object is turned 0.5 rad, so the fingers never line up with its faces."}
 BAD = (  # one of each kind of unusable answer

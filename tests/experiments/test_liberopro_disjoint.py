@@ -17,6 +17,8 @@ from experiments.liberopro import evaluate as protocol  # noqa: E402
 from experiments.liberopro import starts  # noqa: E402
 from sim.families import get_family  # noqa: E402
 
+pytestmark = pytest.mark.integration  # ordered first in the suite (tests/conftest.py): long tests
+
 TASK = {"libero_object": "pick_up_the_alphabet_soup_and_place_it_in_the_basket",
         "libero_spatial":
             "pick_up_the_black_bowl_between_the_plate_and_the_ramekin_and_place_it_on_the_plate"}

@@ -142,17 +142,19 @@ SAME_ON_ANY_EXECUTOR = ("ood", "ood_single", "instruction", "id", "in", "curve",
 
 def test_smoke_cells_as_ray_tasks_match_the_local_ones(smoke_table: tuple[Path, Path, dict],
                                                        tmp_path: Path):
-    """`--executor ray` on a local Ray instance: the CoDA cell, removed, runs again as a Ray task (its
-    episodes Ray tasks too); the SFT cell, still on disk, is only evaluated; the bootstrap runs as a task
-    (finished already, so nothing to do) and is evaluated. Every record matches the local table's."""
+    """`--executor ray` on a local Ray instance: the SFT cell (the cheapest with a round), removed, runs
+    again as a Ray task (its episodes Ray tasks too); the CoDA cell, still on disk, is only evaluated; the
+    bootstrap runs as a task (finished already, so nothing to do) and is evaluated. Every record matches the
+    local table's."""
     local_out, local_results, _ = smoke_table
     out, results = tmp_path / "runs", tmp_path / "results"
-    shutil.copytree(local_out, out, ignore=shutil.ignore_patterns("coda_seed0", "_eval_cache"))
+    shutil.copytree(local_out, out, ignore=shutil.ignore_patterns("sft_seed0", "_eval_cache"))
     seen: list[str] = []
     table = table1.run_table("smoke", ["sft", "coda"], [0], critic="rules", workers=2, out=out,
                              results=results, commit=False, command="test", log=seen.append, executor="ray")
     assert table["equal_budget"] and any("cells on Ray" in line for line in seen)
-    assert json.loads((out / "coda_seed0" / "config.json").read_text())["executor"] == "ray"
+    assert json.loads((out / "sft_seed0" / "config.json").read_text())["executor"] == "ray"
+    assert json.loads((out / "coda_seed0" / "config.json").read_text())["executor"] == "local"
     for m in ("sft", "coda"):
         here = json.loads((results / "table1_smoke" / f"{m}_seed0.json").read_text())
         there = json.loads((local_results / "table1_smoke" / f"{m}_seed0.json").read_text())

@@ -13,6 +13,8 @@ from sim.families import get_family
 from sim.libero.scene import LiberoScene
 from sim.libero.world import libero_scene, task_bddl
 
+pytestmark = pytest.mark.integration  # ordered first in the suite (tests/conftest.py): long tests
+
 FAM = get_family("libero_object")
 
 

@@ -6,10 +6,13 @@ LIBERO, its expert episode (played by the loop's episode runner) read as our dra
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from sim.families import get_family
 from sim.libero.scene import LiberoScene
 from sim.libero.world import libero_scene, task_bddl
+
+pytestmark = pytest.mark.integration  # ordered first in the suite (tests/conftest.py): long tests
 
 FAM = get_family("libero_goal")
 CABINET = "wooden_cabinet_1"

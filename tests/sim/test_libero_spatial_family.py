@@ -5,11 +5,14 @@ of it is solved by LIBERO's expert and read as our episode."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from sim.episode import run_episode
 from sim.families import get_family
 from sim.libero.scene import LiberoScene
 from sim.libero.world import libero_scene, task_bddl
+
+pytestmark = pytest.mark.integration  # ordered first in the suite (tests/conftest.py): long tests
 
 FAM = get_family("libero_spatial")
 PLATE, BOWL = "plate_1", "akita_black_bowl_1"

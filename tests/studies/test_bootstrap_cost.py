@@ -11,6 +11,8 @@ import pytest
 from experiments.table import stats
 from studies import bootstrap_cost
 
+pytestmark = pytest.mark.integration  # ordered first in the suite (tests/conftest.py): long tests
+
 
 def test_a_seed_without_a_kept_bootstrap_is_refused_before_any_work(tmp_path: Path, capsys) -> None:
     assert bootstrap_cost.main(["--preset", "smoke", "--seeds", "0,", "--results", str(tmp_path)]) == 2

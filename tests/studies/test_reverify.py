@@ -9,6 +9,8 @@ import pytest
 
 from studies import reverify
 
+pytestmark = pytest.mark.integration  # ordered first in the suite (tests/conftest.py): long tests
+
 
 def test_the_loops_rule_reproduces_the_recorded_verdicts_and_another_rule_runs(smoke_table) -> None:
     out, _, _ = smoke_table
