@@ -217,10 +217,12 @@ def agreement(potential: Potential | TrainingProgram, episodes: Sequence[Any], h
 
 
 def stage_reached(tp: TrainingProgram, episodes: Sequence[Any], k: int) -> float:
-    """The share of `episodes` on which subgoal `k`'s raw `done` holds on a state where subgoal `k + 1`'s does
-    not: the stage is reached before the next one. A stage whose `done` is chained to the next one's
-    (`(<next>) or (<condition>)`, as written stages are) agrees with the demonstrations as well as the
-    program without it even when its condition never holds; this tells the two apart."""
+    """The share of `episodes` on which subgoal `k`'s raw `done` holds on a state where subgoal `k - 1`'s
+    does (for k > 0) and subgoal `k + 1`'s does not: the stage is reached in its place, after the one before
+    it and before the next (where the potential counts it: a stage done before its predecessor adds
+    nothing). A stage whose `done` is chained to the next one's (`(<next>) or (<condition>)`, as written
+    stages are) agrees with the demonstrations as well as the program without it even when its condition
+    never holds; this tells the two apart."""
     if not 0 <= k < len(tp.subgoals) - 1:
         raise ValueError(f"subgoal {k} has no next stage in a program of {len(tp.subgoals)}")
     if not episodes:
@@ -229,7 +231,8 @@ def stage_reached(tp: TrainingProgram, episodes: Sequence[Any], k: int) -> float
     for ep in episodes:
         states, _, scene = episode_parts(ep)
         done = cache.for_scene(scene).done_matrix(states)
-        reached += bool((done[:, k] & ~done[:, k + 1]).any())
+        after = done[:, k - 1] if k > 0 else True
+        reached += bool((done[:, k] & after & ~done[:, k + 1]).any())
     return reached / len(episodes)
 
 

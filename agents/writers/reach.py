@@ -20,6 +20,8 @@ from programs.potential import PotentialCache, episode_parts, stage_reached
 
 # one clause of a condition: `<read-out> <op> <number>` (the shape the one-stage grammar writes)
 MOVED = "thresholds moved to the expert's quartiles on the way"  # in a repaired stage's doc
+DROPPED = "clauses dropped"  # in a repaired stage's doc, with the clauses
+DROP = 10.0  # the change a dropped clause counts as: more than moving any threshold
 _COMPARISON = re.compile(r"^(?P<lhs>.+?)\s*(?P<op><=|>=|<|>)\s*(?P<num>-?[0-9]+(?:\.[0-9]+)?)$")
 
 
@@ -55,14 +57,18 @@ def chained(next_done: str, condition: str) -> str:
 
 
 def approach_windows(tp: TrainingProgram, k: int, episodes: Sequence[Any]) -> Windows:
-    """Per episode, its states before subgoal `k + 1` first holds (all of them if it never does) and its
-    scene: where stage `k` has to be reached."""
+    """Per episode, its states from when subgoal `k - 1` first holds (the start for k = 0, or when it never
+    does) to before subgoal `k + 1` first holds (the end if it never does), and its scene: where stage `k`
+    has to be reached (`programs.potential.stage_reached`)."""
     cache, out = PotentialCache(tp), []
     for ep in episodes:
         states, _, scene = episode_parts(ep)
-        nxt = cache.for_scene(scene).done_matrix(states)[:, k + 1]
-        end = int(np.argmax(nxt)) if nxt.any() else len(states)
-        out.append((states[:max(end, 1)], scene))
+        done = cache.for_scene(scene).done_matrix(states)
+        nxt = done[:, k + 1]
+        end = max(int(np.argmax(nxt)) if nxt.any() else len(states), 1)
+        prev = done[:end, k - 1] if k > 0 else np.zeros(0, bool)
+        start = int(np.argmax(prev)) if prev.any() else 0
+        out.append((states[start:end], scene))
     return out
 
 
@@ -109,18 +115,21 @@ def _with_condition(tp: TrainingProgram, k: int, condition: str, doc: str) -> Tr
 def repair(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any], need: float,
            windows: Windows) -> TrainingProgram | None:
     """The written stage `k` with its comparisons' thresholds moved to the expert's quartiles on the way to
-    the next stage, so that it is reached on at least `need` of `episodes`: the model's read-outs, clauses
-    and progress are kept, only numbers change — as few clauses as will do, each as little as will do, and
-    never to a threshold every state of the way meets (a clause that would tell nothing apart).
-    None when no such thresholds exist (or a clause cannot be read). `windows`: `approach_windows`."""
+    the next stage, so that it is reached on at least `need` of `episodes`: the model's read-outs and
+    progress are kept, only numbers change — as few clauses as will do, each as little as will do, and
+    never to a threshold every state of the way meets (a clause that would tell nothing apart). Where no
+    thresholds do, predicate clauses are dropped, as few as will do, the most selective rest first, never
+    leaving one that holds on every state of the way (make demo's insert stage: `not grasped(piece)` and
+    the piece above the base never held together before the insert, each did alone).
+    None when nothing does (or a clause cannot be read). `windows`: `approach_windows`."""
     clauses = _clauses(condition)
-    options: list[list[tuple[float, str]]] = []  # per clause: (relative change, clause text)
+    options: list[list[tuple[float, str | None]]] = []  # per clause: (change, clause text or None: dropped)
     for c in clauses:
         m = _COMPARISON.match(c)
         if m is None:
             if _values(tp, c, "bool", windows) is None:
                 return None
-            options.append([(0.0, c)])
+            options.append([(0.0, c)] + ([(DROP, None)] if len(clauses) > 1 else []))
             continue
         values = _values(tp, m["lhs"], "num", windows)
         if not values:
@@ -131,11 +140,27 @@ def repair(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any],
         quartiles = [float(q) + nudge for q in np.quantile(values, (0.25, 0.5, 0.75))]
         options.append([(0.0, c)] + [(abs(q - old) / max(abs(old), 1e-3), f"{m['lhs']} {m['op']} {q:.3g}")
                                      for q in quartiles if not _always(m["op"], float(f"{q:.3g}"), values)])
+    def held(combo: tuple[tuple[float, str | None], ...]) -> float:
+        """The share of the way's states on which a condition with dropped clauses holds (the most
+        selective is tried first; 1 when it holds everywhere or cannot be read)."""
+        kept = [text for _, text in combo if text is not None]
+        if len(kept) == len(combo):
+            return 0.0
+        values = _values(tp, " and ".join(kept), "bool", windows) if kept else None
+        return sum(values) / len(values) if values else 1.0
+
     combos = sorted(itertools.product(*options),
-                    key=lambda cs: (sum(x > 0 for x, _ in cs), sum(x for x, _ in cs)))
+                    key=lambda cs: (sum(t is None for _, t in cs), sum(x > 0 for x, _ in cs),
+                                    sum(x for x, _ in cs), held(cs)))
     for combo in combos[1:]:  # the first is the answer as written
-        cond = " and ".join(text for _, text in combo)
-        cand = _with_condition(tp, k, cond, f"{tp.subgoals[k].doc}; {MOVED} (written: {condition})")
+        kept = [text for _, text in combo if text is not None]
+        if held(combo) >= 1.0:
+            continue  # nothing left, or what is left holds on every state of the way: it tells nothing apart
+        dropped = [c for c, (_, text) in zip(clauses, combo, strict=True) if text is None]
+        what = ([MOVED] if any(x > 0 for x, t in combo if t is not None) else []) + (
+            [f"{DROPPED}: {', '.join(dropped)}"] if dropped else [])
+        cand = _with_condition(tp, k, " and ".join(kept),
+                               f"{tp.subgoals[k].doc}; {'; '.join(what)} (written: {condition})")
         if stage_reached(cand, episodes, k) >= need:
             return cand
     return None
@@ -158,4 +183,4 @@ def feedback(tp: TrainingProgram, k: int, condition: str, share: float, episodes
     return "\n".join(lines)
 
 
-__all__ = ["MOVED", "approach_windows", "chained", "feedback", "repair"]
+__all__ = ["DROPPED", "MOVED", "approach_windows", "chained", "feedback", "repair"]

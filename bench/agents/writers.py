@@ -143,7 +143,7 @@ def run_examples(memories: Sequence[tuple[Path, Any]], mode: Any, k: int) -> lis
 def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
              threshold: float = 0.9, form: str = "stage", reached: float = 0.5) -> dict[str, Any]:
     from agents.llm.base import LLMOutputError
-    from agents.writers.reach import MOVED
+    from agents.writers.reach import DROPPED, MOVED
     from agents.writers.training import write_training_program
     from programs.checks import check_training, format_errors
     from programs.potential import agreement
@@ -176,7 +176,8 @@ def training(family: str, dx: Any, llm: Any, demos: list[Any], attempts: int,
                 "new_and_agrees": tp.fingerprint != seed.fingerprint and a1 >= threshold,
                 "new_stages_reached": new_stages_reached(tp, seed, demos),
                 # its thresholds moved to the expert's quartiles (`agents.writers.reach.repair`)
-                "thresholds_moved": any(MOVED in g.doc for g in tp.subgoals)}
+                "thresholds_moved": any(MOVED in g.doc for g in tp.subgoals),
+                "clauses_dropped": any(DROPPED in g.doc for g in tp.subgoals)}
     out["s"] = round(time.perf_counter() - t0, 1)
     return out
 
@@ -214,6 +215,7 @@ def summary(rows: list[dict[str, Any]], attempts: int) -> dict[str, Any]:
                   # its added stages reached before the next stage on at least half the demonstrations
                   "training_new_stages_reached": sum((x.get("new_stages_reached") or 0) >= 0.5 for x in t),
                   "training_thresholds_moved": sum(bool(x.get("thresholds_moved")) for x in t),
+                  "training_clauses_dropped": sum(bool(x.get("clauses_dropped")) for x in t),
                   "seconds": round(sum(x["s"] for x in g + t), 1), "attempts": attempts}
     return out
 
@@ -221,13 +223,15 @@ def summary(rows: list[dict[str, Any]], attempts: int) -> dict[str, Any]:
 def table(s: dict[str, Any]) -> str:
     header = ("writer", "diagnoses", "generation: 1st try / within attempts", "training: 1st try / within",
               "training differs from seed", "meets 0.9 agreement (refined)", "new and agrees",
-              "new stages reached (≥ half the demos)", "of them, thresholds moved", "seconds")
+              "new stages reached (≥ half the demos)", "of them, thresholds moved", "clauses dropped",
+              "seconds")
     return "\n".join(md_table(header, [
         (w, x["n"], f"{x['generation_first_try']} / {x['generation_within_attempts']}",
          f"{x['training_first_try']} / {x['training_within_attempts']}", x["training_differs_from_seed"],
          f"{x['training_meets_threshold']} ({x['training_meets_threshold_refined']})",
          x["training_new_and_agrees"], x.get("training_new_stages_reached", "–"),
-         x.get("training_thresholds_moved", "–"), f"{x['seconds']:.0f}")
+         x.get("training_thresholds_moved", "–"), x.get("training_clauses_dropped", "–"),
+         f"{x['seconds']:.0f}")
         for w, x in s.items()]))
 
 

@@ -385,8 +385,19 @@ def test_a_stage_never_reached_gets_the_experts_quartiles_as_thresholds():
     with pytest.raises(PotentialError, match="no entity 'ee'"):
         write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=0))
     llm, _ = queued_llm({**answer, "condition": "grasped(object) and not grasped(object)"})
-    with pytest.raises(WriterError, match="shapes nothing"):
+    with pytest.raises(WriterError, match="shapes nothing"):  # dropping the first leaves an always-true one
         write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos), config=WriterConfig(retries=0))
+    # a predicate clause is dropped when no thresholds do (make demo's insert stage, three times: the piece
+    # above the base and `not grasped(piece)` before `seat`); the rest kept, the drop said in the doc
+    up = "bottom(object) > 0.005"
+    lifting = {**answer, "name": "first_mm", "before": "lift", "condition": f"{up} and not grasped(object)",
+               "progress": "clip(bottom(object) / 0.005, 0, 1)"}
+    llm, _ = queued_llm(lifting)
+    tp = write_training_program(dx(phase="lift"), TRAIN, llm, evidence=Evidence(demos),
+                                config=WriterConfig(retries=0))
+    k = [g.name for g in tp.subgoals].index("first_mm")
+    assert tp.subgoals[k].done.endswith(f"or ({up})") and stage_reached(tp, demos, k) >= 0.5
+    assert "dropped: not grasped(object)" in tp.subgoals[k].doc
 
 
 def test_rules_writer_repairs_its_own_program_by_backing_off_towards_the_centre():
