@@ -17,6 +17,7 @@ completed prefix never shrinks when the later stage completes (the seeds' cumula
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -279,6 +280,14 @@ def _reached(tp: TrainingProgram, out: Any, evidence: Evidence, config: WriterCo
                       out.model_dump_json())
 
 
+def _same(raw: str) -> str:
+    """An answer as compared with an earlier one: its JSON re-serialised when it parses (spacing aside)."""
+    try:
+        return json.dumps(json.loads(raw), sort_keys=True)
+    except ValueError:
+        return raw.strip()
+
+
 def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM | None = None, *,
                            mode_id: str | None = None, round_no: int | None = None,
                            evidence: Evidence | None = None, feedback: str | None = None,
@@ -301,7 +310,7 @@ def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM
     else:
         prompt, schema, budget = TRAIN_PROMPT, SubgoalsOut, config.max_tokens_subgoals
         variables = training_variables(base, diagnosis)
-    note = feedback or ""
+    note, refused = feedback or "", set()
     for attempt in range(config.retries + 1):
         try:
             out = llm.structured(prompt, {**variables, "feedback": note}, schema, max_tokens=budget)
@@ -311,7 +320,10 @@ def write_training_program(diagnosis: Diagnosis, base: TrainingProgram, llm: LLM
                 tp = _reached(tp, out, evidence, config)
             return tp
         except LLMOutputError as e:
-            if attempt == config.retries:
+            # the same answer refused again would get the same feedback: at temperature 0 the model wrote
+            # make demo's insert stage three times over, ~25 s of calls that could not help
+            if attempt == config.retries or _same(e.raw) in refused:
                 raise
+            refused.add(_same(e.raw))
             note = e.feedback()
     raise AssertionError("unreachable")

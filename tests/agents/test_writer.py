@@ -350,6 +350,12 @@ def test_a_written_stage_the_expert_never_reaches_is_refused_with_its_read_outs(
     with pytest.raises(WriterError, match="shapes nothing"):
         write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos),
                                config=WriterConfig(retries=0, stage_repair=False))
+    # the same answer refused twice is not asked a third time: its feedback would be the same again
+    llm, completer = queued_llm(never, {**never}, met)
+    with pytest.raises(WriterError, match="shapes nothing"):
+        write_training_program(dx(), TRAIN, llm, evidence=Evidence(demos),
+                               config=WriterConfig(retries=2, stage_repair=False))
+    assert len(completer.requests) == 2
     llm, _ = queued_llm(never)  # not checked without demonstrations, or with the check off
     assert write_training_program(dx(), TRAIN, llm).fingerprint != TRAIN.fingerprint
     llm, _ = queued_llm(never)
