@@ -140,14 +140,18 @@ def repair(tp: TrainingProgram, k: int, condition: str, episodes: Sequence[Any],
         quartiles = [float(q) + nudge for q in np.quantile(values, (0.25, 0.5, 0.75))]
         options.append([(0.0, c)] + [(abs(q - old) / max(abs(old), 1e-3), f"{m['lhs']} {m['op']} {q:.3g}")
                                      for q in quartiles if not _always(m["op"], float(f"{q:.3g}"), values)])
+    shares: dict[tuple[str, ...], float] = {}  # evaluated once per kept set (the sort and the loop ask)
+
     def held(combo: tuple[tuple[float, str | None], ...]) -> float:
         """The share of the way's states on which a condition with dropped clauses holds (the most
         selective is tried first; 1 when it holds everywhere or cannot be read)."""
-        kept = [text for _, text in combo if text is not None]
+        kept = tuple(text for _, text in combo if text is not None)
         if len(kept) == len(combo):
             return 0.0
-        values = _values(tp, " and ".join(kept), "bool", windows) if kept else None
-        return sum(values) / len(values) if values else 1.0
+        if kept not in shares:
+            values = _values(tp, " and ".join(kept), "bool", windows) if kept else None
+            shares[kept] = sum(values) / len(values) if values else 1.0
+        return shares[kept]
 
     combos = sorted(itertools.product(*options),
                     key=lambda cs: (sum(t is None for _, t in cs), sum(x > 0 for x, _ in cs),
