@@ -70,7 +70,7 @@ install_pi05() {
   [ -f "$pi05_stamp" ] && return 0
   exec > .venv-pi05/setup.log 2>&1  # (a subshell's) the log of the install that ran, not of a later no-op
   echo "setup: installing the π0.5 backend into .venv-pi05 (lerobot 0.4.4, torch 2.14.1; first time: minutes)"
-  pip5() { .venv-pi05/bin/python -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
+  pip5() { .venv-pi05/bin/python -m pip install -q --no-compile "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
   pip5 --upgrade pip
   # requirements.txt without its torch and tokenizers pins (requirements-pi05.txt sets those), one resolve
   grep -v -E '^(torch|tokenizers)==' requirements.txt > .venv-pi05/requirements-main.txt
@@ -93,8 +93,10 @@ if [ "$WITH_PI05" = 2 ]; then
 fi
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-# this machine's pip config lists local index folders that may not exist; its warnings are noise
-pipq() { .venv/bin/python -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
+# this machine's pip config lists local index folders that may not exist; its warnings are noise.
+# --no-compile: no bytecode for every installed file up front (half of a fresh install's time on 2 cores,
+# most of it for modules never imported); Python writes it for what is imported, once, on first use
+pipq() { .venv/bin/python -m pip install -q --no-compile "$@" 2> >(grep -v "is ignored: it is neither a file" >&2); }
 stamp=".venv/.coda-installed-$(cat requirements.txt requirements-nodeps.txt pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing Python packages into .venv (first time: a few minutes)"
