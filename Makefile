@@ -25,10 +25,9 @@ demo: setup-llm  ## CoDA's loop, 2 rounds, local LLM → runs/$(NAME)/
 world: setup  ## the simulated world alone: sample, validate and solve scenes of every family → runs/world/
 	$(PY) -m sim.demo --out runs/world
 
-test:  ## setup, the offline test suite (CPU, no network) while .venv-pi05 installs beside it, then the π0.5 backend's tests in .venv-pi05
+test:  ## setup, then the offline test suite (CPU, no network) with the π0.5 backend's beside it (scripts/test.sh)
 	@bash scripts/setup.sh --pi05-background
-	$(PY) -m pytest
-	$(MAKE) --no-print-directory test-pi05
+	@bash scripts/test.sh
 
 test-pi05: setup-pi05  ## the π0.5 backend (tiny PI05 on the CPU) in its own environment
 	.venv-pi05/bin/python -m pytest -p no:cacheprovider -n0 tests/coda_policy/test_pi05.py

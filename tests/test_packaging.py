@@ -69,18 +69,24 @@ def test_the_tested_pins_lie_inside_the_declared_ranges():
 
 def test_make_test_runs_the_suite_while_the_pi05_environment_installs() -> None:
     """`make test` (what .ci/run calls): setup leaves .venv-pi05 installing in the background, the main suite
-    runs, then the π0.5 tests run after a setup that waits for that install (one lock); an unknown setup
-    option is refused, naming the known ones."""
+    runs with the π0.5 suite beside it, whose setup waits for that install (one lock); either failing fails
+    the run; an unknown setup option is refused, naming the known ones."""
     import os
     import subprocess
 
     # .ci/run calls us inside `make test`: without its variables the nested make prints no directory lines
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
-    steps = subprocess.run(["make", "--no-print-directory", "-n", "test"], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
-    assert steps[0].endswith("setup.sh --pi05-background") and steps[1].endswith("python -m pytest"), steps
-    waits = next(i for i, s in enumerate(steps) if s.endswith("setup.sh --pi05"))
-    assert 1 < waits < next(i for i, s in enumerate(steps) if s.startswith(".venv-pi05/bin/python")), steps
+
+    def dry(target: str) -> list[str]:
+        return subprocess.run(["make", "--no-print-directory", "-n", target], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+
+    assert dry("test") == ["bash scripts/setup.sh --pi05-background", "bash scripts/test.sh"]
+    pi05 = dry("test-pi05")
+    assert pi05[0].endswith("setup.sh --pi05") and pi05[-1].startswith(".venv-pi05/bin/python -m pytest"), pi05
+    both = (ROOT / "scripts" / "test.sh").read_text()
+    assert "make --no-print-directory test-pi05 > .venv-pi05/test.log 2>&1 &" in both
+    assert '.venv/bin/python -m pytest "$@"' in both and '[ "$main" = 0 ] && [ "$rc" = 0 ]' in both
     script = (ROOT / "scripts" / "setup.sh").read_text()
     assert "flock 9; install_pi05" in script  # a later --pi05 waits for the background install
     bad = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh"), "--nope"], capture_output=True,
