@@ -6,11 +6,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .venv-pi05
-trap 'kill 0' INT TERM  # an interrupted run stops both suites
+trap 'trap - INT TERM; kill 0' INT TERM  # an interrupted run stops both suites
 make --no-print-directory test-pi05 > .venv-pi05/test.log 2>&1 &
 pi05=$!
 echo ".venv/bin/python -m pytest $*"
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "$@" &  # waited for, so a signal reaches the trap at once
+wait $!
 main=$?
 wait "$pi05"
 rc=$?

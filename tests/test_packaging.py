@@ -86,7 +86,7 @@ def test_make_test_runs_the_suite_while_the_pi05_environment_installs() -> None:
     assert pi05[0].endswith("setup.sh --pi05") and pi05[-1].startswith(".venv-pi05/bin/python -m pytest"), pi05
     both = (ROOT / "scripts" / "test.sh").read_text()
     assert "make --no-print-directory test-pi05 > .venv-pi05/test.log 2>&1 &" in both
-    assert '.venv/bin/python -m pytest "$@"' in both and '[ "$main" = 0 ] && [ "$rc" = 0 ]' in both
+    assert '.venv/bin/python -m pytest "$@" &' in both and '[ "$main" = 0 ] && [ "$rc" = 0 ]' in both
     script = (ROOT / "scripts" / "setup.sh").read_text()
     assert "flock 9; install_pi05" in script  # a later --pi05 waits for the background install
     bad = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh"), "--nope"], capture_output=True,
