@@ -83,7 +83,8 @@ def test_make_test_runs_the_suite_while_the_pi05_environment_installs() -> None:
 
     assert dry("test") == ["bash scripts/setup.sh --pi05-background", "bash scripts/test.sh"]
     pi05 = dry("test-pi05")
-    assert pi05[0].endswith("setup.sh --pi05") and pi05[-1].startswith(".venv-pi05/bin/python -m pytest"), pi05
+    assert pi05[0].endswith("setup.sh --pi05"), pi05
+    assert pi05[-1].startswith(".venv-pi05/bin/python -m pytest"), pi05
     both = (ROOT / "scripts" / "test.sh").read_text()
     assert "make --no-print-directory test-pi05 > .venv-pi05/test.log 2>&1 &" in both
     assert '.venv/bin/python -m pytest "$@" &' in both and '[ "$main" = 0 ] && [ "$rc" = 0 ]' in both
