@@ -101,6 +101,9 @@ class AWRConfig:
             raise ValueError(f"demo_fraction must be in [0, 1], got {self.demo_fraction}")
         if self.rollouts not in ROLLOUTS:
             raise ValueError(f"rollouts must be one of {', '.join(ROLLOUTS)}, got {self.rollouts!r}")
+        if self.rollouts != "all" and self.demo_fraction >= 1.0:
+            raise ValueError(f"rollouts={self.rollouts!r} changes nothing with demo_fraction=1 (minibatches "
+                             "of demonstrations only)")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if self.check_chunks < 0 or self.backtracks < 0:

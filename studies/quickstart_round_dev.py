@@ -45,8 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run", type=Path, required=True,
                     help="a run directory of `agents.run --preset quickstart`")
     ap.add_argument("--lrs", type=comma_list(float), default=[1e-3, 1e-4], help="learn.awr_lr values")
-    ap.add_argument("--rollouts", type=comma_list(str), default=["all", "success"],
-                    help="learn.awr_rollouts values: which rollout chunks the update imitates")
+    ap.add_argument("--rollouts", type=comma_list(str), default=["all"],
+                    help="learn.awr_rollouts values: which rollout chunks the update imitates (\"success\" "
+                         "only where the run's learn.awr_demo_fraction < 1)")
     ap.add_argument("--scenes", type=int, default=24, help=f"development scenes, seeds {DEV_SEED0}, ...")
     ap.add_argument("--workers", type=worker_count, default=1)
     ap.add_argument("--out", type=Path, required=True)
@@ -63,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     results["setup"] = {"run": str(a.run), "dev_seeds": [DEV_SEED0, DEV_SEED0 + a.scenes],
                         "ood_from": DEV_SEED0 + a.scenes // 2}
     cfg, groups, start = round_groups(a.run, 1)
+    if set(a.rollouts) - {"all"} and cfg.learn.awr_demo_fraction >= 1.0:
+        ap.error(f"--rollouts success changes nothing in {a.run}: its learn.awr_demo_fraction is 1, so the "
+                 "update imitates demonstrations only")
     half = a.scenes // 2
 
     def evaluate(key: str, path: Path, trained: dict[str, Any]) -> None:

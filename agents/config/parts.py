@@ -57,7 +57,8 @@ class LearnConfig:
     # then redistribute emphasis between chunks without changing the step size (`AWRConfig.self_normalize`)
     awr_self_normalize: bool = True
     # which rollout chunks the weighted update imitates: "all", or "success" (successful rollouts only; the
-    # chunk critic still fits every chunk). See `AWRConfig.rollouts`
+    # chunk critic still fits every chunk). See `AWRConfig.rollouts`. Only with awr_demo_fraction < 1: at 1
+    # (the default) no rollout chunk is imitated, and "success" is refused as a knob that does nothing
     awr_rollouts: str = "all"
     # share of the weighted update's demonstrations that are the round's own (its training scenes'), the
     # rest the replayed history (`replay`): the round's are repeated to reach it (`agents.graph.nodes.learn.
@@ -86,6 +87,10 @@ class LearnConfig:
         check_device_spec(self.rollout_device)
         if not 0.0 <= self.round_share < 1.0:
             raise ValueError(f"learn.round_share must be in [0, 1), got {self.round_share}")
+        if self.awr_rollouts != "all" and self.awr_demo_fraction >= 1.0:
+            raise ValueError(f"learn.awr_rollouts={self.awr_rollouts!r} would change nothing: with "
+                             "learn.awr_demo_fraction=1 every minibatch is demonstrations (rollouts only teach "
+                             "the critic); lower awr_demo_fraction or leave awr_rollouts 'all'")
 
 
 # The weighted update every run used before FINDINGS #11 (half of each minibatch from rollouts, failed ones

@@ -134,6 +134,19 @@ def test_a_round_share_outside_zero_to_one_is_refused_with_its_name(share: float
         LearnConfig(round_share=share)
 
 
+def test_a_rollout_filter_that_would_change_nothing_is_refused() -> None:
+    """With `awr_demo_fraction` 1 (the default) every minibatch of the weighted update is demonstrations, so
+    which rollout chunks it may imitate cannot matter: `studies.quickstart_round_dev` measured "success"
+    bit-identical to "all" before this check (FINDINGS #45)."""
+    from coda_policy.awr import AWRConfig
+
+    with pytest.raises(ValueError, match="awr_rollouts='success' would change nothing"):
+        LearnConfig(awr_rollouts="success")
+    assert LearnConfig(awr_rollouts="success", awr_demo_fraction=0.5).awr_rollouts == "success"
+    with pytest.raises(ValueError, match="changes nothing with demo_fraction=1"):
+        AWRConfig(rollouts="success", demo_fraction=1.0)
+
+
 def test_a_run_written_before_a_method_field_existed_continues_under_its_default() -> None:
     from agents.config import METHODS
     from agents.config.run_config import check_method

@@ -8,6 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from studies import quickstart_round_dev
 
 
@@ -24,3 +26,8 @@ def test_the_round_is_redone_and_scored_beside_its_start(tmp_path: Path, smoke_t
     (tmp_path / "dev" / "lr0.001_rollouts_all.safetensors").unlink()  # kept scores are not redone
     assert quickstart_round_dev.main(argv) == 0
     assert json.loads((tmp_path / "dev" / "results.json").read_text()) == res
+    # the smoke preset's update imitates demonstrations only: a rollout filter is refused, not run
+    with pytest.raises(SystemExit) as refused:
+        quickstart_round_dev.main([*argv[:4], "--rollouts", "all,success", *argv[6:]])
+    assert refused.value.code == 2
+    assert "success" not in "".join(json.loads((tmp_path / "dev" / "results.json").read_text()))
