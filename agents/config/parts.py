@@ -89,8 +89,8 @@ class LearnConfig:
             raise ValueError(f"learn.round_share must be in [0, 1), got {self.round_share}")
         if self.awr_rollouts != "all" and self.awr_demo_fraction >= 1.0:
             raise ValueError(f"learn.awr_rollouts={self.awr_rollouts!r} would change nothing: with "
-                             "learn.awr_demo_fraction=1 every minibatch is demonstrations (rollouts only teach "
-                             "the critic); lower awr_demo_fraction or leave awr_rollouts 'all'")
+                             "learn.awr_demo_fraction=1 every minibatch is demonstrations (rollouts only "
+                             "teach the critic); lower awr_demo_fraction or leave awr_rollouts 'all'")
 
 
 # The weighted update every run used before FINDINGS #11 (half of each minibatch from rollouts, failed ones
