@@ -93,11 +93,14 @@ def small_texture(path: Path, size: int = 256) -> tuple[bytes, int, int]:
     if max(img.size) > size:
         img = img.resize((size, size), Image.Resampling.BILINEAR)
     data = img.tobytes()
+    part = None
     try:  # written whole, then renamed: a reader never sees half a file
         TEXTURE_CACHE.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=TEXTURE_CACHE, suffix=".part", delete=False) as f:
+            part = f.name
             f.write(struct.pack("<II", img.width, img.height) + data)
-        os.replace(f.name, kept)
-    except OSError:  # a read-only home: the texture is still right, only not kept for the next process
-        pass
+        os.replace(part, kept)
+    except OSError:  # a read-only or full disk: the texture is still right, just not kept for later
+        if part is not None:
+            Path(part).unlink(missing_ok=True)
     return data, img.width, img.height

@@ -27,3 +27,20 @@ def test_a_texture_is_downsampled_once_and_read_back_the_same(tmp_path: Path, mo
     assets.small_texture.cache_clear()
     assert assets.small_texture(big) == (data, w, h) and len(kept.read_bytes()) == 8 + 3 * 256 * 256
     assets.small_texture.cache_clear()
+
+
+def test_a_texture_that_cannot_be_kept_is_still_returned_and_leaves_no_part_file(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    big = tmp_path / "scan.png"
+    Image.fromarray(np.full((300, 300, 3), 7, dtype=np.uint8)).save(big)
+    monkeypatch.setattr(assets, "TEXTURE_CACHE", tmp_path / "cache")
+
+    def no_room(src: str, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(assets.os, "replace", no_room)
+    assets.small_texture.cache_clear()
+    data, w, h = assets.small_texture(big)
+    assert (w, h) == (256, 256) and data == bytes([7]) * 3 * 256 * 256
+    assert list((tmp_path / "cache").iterdir()) == []  # neither the kept file nor its half-written part
+    assets.small_texture.cache_clear()
