@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                             round_no=a.round_no)) is not None]
     cmd = ("python -m experiments.table.table_power"
            + (f" --cells {a.cells}" if a.cells != ap.get_default("cells") else "")
+           + (f" --margin {a.margin:g}" if a.margin != ap.get_default("margin") else "")
+           + (f" --per-split {a.per_split}" if a.per_split != ap.get_default("per_split") else "")
            + (f" --base {a.base}" if a.base != "coda" else "")
            + (f" --round {a.round_no}" if a.round_no is not None else "")
            + (f" --out {a.out}" if a.out else ""))

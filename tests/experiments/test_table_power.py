@@ -90,3 +90,19 @@ def test_cells_pair_after_an_earlier_round_of_their_curves(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--cells", str(tmp_path), "--round", "4"])
     assert "--round 4: no such round in the curve of coda seed 0" in capsys.readouterr().err
+
+
+def test_the_written_command_reproduces_the_table(tmp_path, capsys):
+    """Every argument that changes the table is in the command the table names (`--per-split` changes the
+    binomial column; it was left out)."""
+    for seed, (c, s) in enumerate([(20.0, 10.0), (15.0, 10.0)]):
+        _cell(tmp_path, "coda", seed, c)
+        _cell(tmp_path, "sft", seed, s)
+    out = tmp_path / "power.md"
+    assert main(["--cells", str(tmp_path), "--per-split", "50", "--margin", "3", "--out", str(out)]) == 0
+    text = out.read_text()
+    cmd = text.split("Command: `python -m experiments.table.table_power ")[1].split("`")[0]
+    again = tmp_path / "again.md"
+    assert main([*cmd.replace(str(out), str(again)).split()]) == 0
+    assert again.read_text().replace(str(again), str(out)) == text
+    assert "--per-split 50" in cmd and "--margin 3" in cmd
