@@ -64,9 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     results["setup"] = {"run": str(a.run), "dev_seeds": [DEV_SEED0, DEV_SEED0 + a.scenes],
                         "ood_from": DEV_SEED0 + a.scenes // 2}
     cfg, groups, start = round_groups(a.run, 1)
-    if set(a.rollouts) - {"all"} and cfg.learn.awr_demo_fraction >= 1.0:
-        ap.error(f"--rollouts success changes nothing in {a.run}: its learn.awr_demo_fraction is 1, so the "
-                 "update imitates demonstrations only")
+    try:  # every update's settings, checked by LearnConfig before any scene is played
+        learn = {(r, lr): dataclasses.replace(cfg.learn, awr_lr=lr, awr_rollouts=r)
+                 for r in a.rollouts for lr in a.lrs}
+    except ValueError as e:
+        ap.error(f"{a.run}: {e}")
     half = a.scenes // 2
 
     def evaluate(key: str, path: Path, trained: dict[str, Any]) -> None:
@@ -86,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         for lr in a.lrs:
             key = f"lr{lr:g}_rollouts_{rollouts}"
             path = a.out / f"{key}.safetensors"
-            lc = dataclasses.replace(cfg.learn, awr_lr=lr, awr_rollouts=rollouts)
-            trained = {} if path.exists() else PolicyTrainer(lc).aw_update(
+            trained = {} if path.exists() else PolicyTrainer(learn[rollouts, lr]).aw_update(
                 start, groups, path, shaping=cfg.method_config.shaping,
                 seed=stable_seed(cfg.seed, 1, "train"))
             evaluate(key, path, trained)
