@@ -1,6 +1,10 @@
 # The two commands: `make demo` (set up, then run the main job) and `make test` (set up, then the tests).
 PY := .venv/bin/python
 export MUJOCO_GL ?= egl
+# Python writes the bytecode of what it imports, once: the setup installs without it (--no-compile), and an
+# environment that sets PYTHONDONTWRITEBYTECODE would otherwise recompile torch & co. in every process
+# (~8 s each; dozens of processes in a test run).
+unexport PYTHONDONTWRITEBYTECODE
 NAME ?= demo
 
 .PHONY: setup setup-llm setup-pi05 test-pi05 demo world test lint bench experts clean

@@ -5,6 +5,7 @@
 # .venv-pi05/test.log and is printed after the main suite's. Fails if either suite fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+unset PYTHONDONTWRITEBYTECODE  # the setup installs no bytecode; imports write it, once (see the Makefile)
 mkdir -p .venv-pi05
 trap 'trap - INT TERM; kill 0' INT TERM  # an interrupted run stops both suites
 make --no-print-directory test-pi05 > .venv-pi05/test.log 2>&1 &

@@ -93,3 +93,17 @@ def test_make_test_runs_the_suite_while_the_pi05_environment_installs() -> None:
     bad = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh"), "--nope"], capture_output=True,
                          text=True, timeout=60, check=False)
     assert bad.returncode == 2 and "--pi05-background" in bad.stderr
+
+
+def test_make_lets_python_write_the_bytecode_the_setup_skipped() -> None:
+    """The setup installs with --no-compile; with PYTHONDONTWRITEBYTECODE set (some CI images do), every
+    process would compile torch & co. anew. make's recipes and scripts/test.sh run without it."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    probe = subprocess.run(["make", "-s", "--no-print-directory", "-f", "Makefile", "--eval",
+                            "probe: ; @echo $${PYTHONDONTWRITEBYTECODE-unset}", "probe"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=60, check=True)
+    assert probe.stdout.strip() == "unset"
+    assert "unset PYTHONDONTWRITEBYTECODE" in (ROOT / "scripts" / "test.sh").read_text()
