@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Literal
 
@@ -152,11 +152,18 @@ FUNCTIONS: dict[str, Fn] = {
 CONSTANTS: dict[str, float] = {"pi": math.pi}
 
 
-def describe() -> str:
-    """One line per callable name: what a writer (person or LLM) may use in an expression."""
+JOINT_FUNCTIONS = ("open_frac", "opened", "closed", "handle_dist")  # functions of an articulated joint
+
+
+def describe(names: Collection[str] | None = None) -> str:
+    """One line per callable name: what a writer (person or LLM) may use in an expression; with `names`,
+    those functions only (and no constants)."""
     lines = []
     for fn in FUNCTIONS.values():
+        if names is not None and fn.name not in names:
+            continue
         args = ", ".join(fn.params) + (", ..." if fn.variadic else "")
         lines.append(f"{fn.name}({args}) -> {fn.returns}: {fn.doc}")
-    lines.append("constants: " + ", ".join(CONSTANTS))
+    if names is None:
+        lines.append("constants: " + ", ".join(CONSTANTS))
     return "\n".join(lines)

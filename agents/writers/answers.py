@@ -27,10 +27,17 @@ def goal_roles(tp: TrainingProgram) -> dict[str, str]:
             out["subject"] = role
         elif m.group(3) == "1":
             out["target"] = role
-    text = " ".join(g.done + " " + g.progress for g in tp.subgoals)
-    if "target" in out and any(f"{fn}(" in text for fn in ("opened", "closed", "open_frac", "handle_dist")):
+    if "target" in out and tests_joint(tp):
         out["level"] = out.pop("target")  # opened(joint, level): the second argument is a level
     return out
+
+
+def tests_joint(tp: TrainingProgram) -> bool:
+    """Whether `tp` calls a function of an articulated joint (`opened`, `open_frac`, ...)."""
+    from programs.vocab import JOINT_FUNCTIONS
+
+    text = " ".join(g.done + " " + g.progress for g in tp.subgoals)
+    return any(f"{fn}(" in text for fn in JOINT_FUNCTIONS)
 
 
 MAX_SUBGOALS = 7  # `writer_training.j2` asks for 3 to 7 (a test holds the two together)
@@ -90,6 +97,18 @@ NUMBER = "[0-9]{1,2}([.][0-9]{1,3})?"  # `[.]`: llama.cpp's grammar has no `\.` 
 MATH = ("clip", "sqrt", "exp", "tanh", "abs", "min", "max")  # functions of numbers, not of the scene
 
 
+def stage_functions(base: TrainingProgram) -> list[str]:
+    """The functions a new stage's expressions may call in `base` (`stage_patterns`' shapes): the scene's
+    predicates and read-outs, a joint's only where the program tests one, and `clip`. The prompt lists
+    these alone: the rest of the vocabulary was 178 of its ~1,240 tokens, none of them usable."""
+    from programs.vocab import FUNCTIONS, JOINT_FUNCTIONS
+
+    joints = tests_joint(base)
+    return [fn.name for fn in FUNCTIONS.values()
+            if fn.name == "clip" or (fn.name not in MATH and not fn.variadic
+                                     and (joints or fn.name not in JOINT_FUNCTIONS))]
+
+
 def stage_patterns(base: TrainingProgram) -> tuple[str, str]:
     """Regular expressions of a new subgoal's (condition, progress) over `base`, in the shapes the family's
     declared emphases take (`EMPHASIS`): the condition 1 to `CLAUSES` clauses joined by `and`, each a
@@ -113,10 +132,12 @@ def stage_patterns(base: TrainingProgram) -> tuple[str, str]:
     ent = "(" + "|".join([*entities, "'ee'"]) + ")"
     num = f"({NUMBER}|{level})" if level else NUMBER
 
+    usable = set(stage_functions(base)) - {"clip"}
+
     def calls(returns: str) -> str:
         out = []
         for fn in FUNCTIONS.values():
-            if fn.returns != returns or fn.name in MATH or fn.variadic:
+            if fn.returns != returns or fn.name not in usable:
                 continue
             kinds = [ent if t == "str" else num for t in fn.params]
             need = ", ".join(kinds[:fn.required])

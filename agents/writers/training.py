@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agents.llm.base import LLM, LLMOutputError
-from agents.writers.answers import SubgoalsOut, goal_roles, stage_schema
+from agents.writers.answers import SubgoalsOut, goal_roles, stage_functions, stage_schema
 from agents.writers.base import WriterConfig, WriterError
 from agents.writers.reach import approach_windows, chained, feedback, repair
 from memory.types import Diagnosis
@@ -183,7 +183,8 @@ def stage_variables(base: TrainingProgram, diagnosis: Diagnosis) -> dict[str, An
     """Variables of the `writer_stage` prompt: `before`, the stage that covers the failing phase (the new
     subgoal's place, fixed by the answer's schema; None when the family does not say)."""
     k = phase_stage(base, diagnosis.phase)
-    return {**training_variables(base, diagnosis), "worked": stage_example(base, diagnosis.phase),
+    return {**training_variables(base, diagnosis), "functions": describe(stage_functions(base)).splitlines(),
+            "worked": stage_example(base, diagnosis.phase),
             "before": None if k is None else base.subgoals[k].name}
 
 

@@ -154,6 +154,24 @@ def test_the_stage_grammar_admits_the_emphases_and_not_the_scenes_factor_names(f
     assert not progress.fullmatch(f"dist('ee', {subject})")  # a progress is clipped to [0, 1]
 
 
+def test_the_stage_prompt_lists_the_functions_its_grammar_can_write():
+    """The stage writer's prompt names exactly the functions its grammar admits: no math the shapes cannot
+    hold (sqrt, min, ...), no constants, and a joint's functions only where the program tests a joint."""
+    import re
+
+    from agents.writers.answers import stage_schema
+    from agents.writers.training import stage_variables
+
+    for family in ("pick_place", "articulated"):
+        base = seed_library()[family][1]
+        listed = [line.split("(")[0] for line in stage_variables(base, dx())["functions"]]
+        props = stage_schema(base).model_json_schema()["properties"]
+        written = set(re.findall(r"([a-z_]+)\\\(", props["condition"]["pattern"] + props["progress"]["pattern"]))
+        assert set(listed) == written, (family, sorted(set(listed) ^ written))
+        assert not {"sqrt", "min", "max", "abs"} & set(listed)
+        assert ("opened" in listed) == (family == "articulated"), family
+
+
 @pytest.mark.parametrize(("edits", "message"), [
     ([{"factor": "obj_yaw", "low": 0.4, "high": 0.9}], "outside its allowed range [-0.6, 0.6]"),
     ([{"factor": "obj_yaw", "low": 0.5, "high": 0.4}], "low 0.5 is above high 0.4"),

@@ -113,7 +113,7 @@ def _wait_dead(pid: int) -> None:
         try:
             if Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z":
                 return
-        except (FileNotFoundError, IndexError):
+        except (FileNotFoundError, ProcessLookupError, IndexError):  # reaped between open and read
             return
         time.sleep(0.01)
 
