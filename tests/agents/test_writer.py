@@ -166,7 +166,8 @@ def test_the_stage_prompt_lists_the_functions_its_grammar_can_write():
         base = seed_library()[family][1]
         listed = [line.split("(")[0] for line in stage_variables(base, dx())["functions"]]
         props = stage_schema(base).model_json_schema()["properties"]
-        written = set(re.findall(r"([a-z_]+)\\\(", props["condition"]["pattern"] + props["progress"]["pattern"]))
+        patterns = props["condition"]["pattern"] + props["progress"]["pattern"]
+        written = set(re.findall(r"([a-z_]+)\\\(", patterns))
         assert set(listed) == written, (family, sorted(set(listed) ^ written))
         assert not {"sqrt", "min", "max", "abs"} & set(listed)
         assert ("opened" in listed) == (family == "articulated"), family
