@@ -114,10 +114,11 @@ def test_agreement_counts_pairs_and_ties():
     assert r.agreement == 1.0 and r.ties == 4  # ties count as agreeing
 
 
-# libero_spatial's and libero_goal's cases are slow (LIBERO's expert, ~30 s), covered by
-# `python -m bench.programs`
+# The LIBERO families' cases are slow (LIBERO's expert, 15-30 s each), covered by `python -m bench.programs`;
+# libero_object's agreement also by tests/sim/test_families.py (its seed training program on two expert
+# episodes), which runs in every test run
 @pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.slow)
-                                    if f in ("libero_spatial", "libero_goal") else f
+                                    if f.startswith("libero_") else f
                                     for f in SEED_FAMILIES])
 def test_seed_training_programs_agree_with_expert_demos(family, demos):
     episodes = demos(family)
