@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import METHODS, PRESETS, RunConfig
+from agents.config.run_config import room_for_space
 from agents.graph.rundir import RunDir, read_metrics
 from agents.run_checks import (
     check_backend,
@@ -104,6 +105,9 @@ def make_config(a: argparse.Namespace) -> RunConfig:
         over["families"] = tuple(f.strip() for f in a.families.split(","))
     if a.policy:
         over["learn"] = dataclasses.replace(cfg.learn, policy=_named_policy(a.policy))
+    if (a.space or cfg.space) == "extended":  # room for the extension's objects (`room_for_space`)
+        learn = over.get("learn", cfg.learn)
+        over["learn"] = dataclasses.replace(learn, policy=room_for_space(learn.policy, "extended"))
     if a.init_policy:
         if not a.init_policy.is_file():
             raise UsageError(f"no policy checkpoint at {a.init_policy}")

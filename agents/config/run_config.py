@@ -16,7 +16,7 @@ from typing import Any, Literal
 from agents.config.methods import METHODS, MethodConfig
 from agents.config.parts import CompileConfig, CriticConfig, LearnConfig, VerifyConfig, WriterConfig
 from memory.ledger import AllocationConfig
-from sim.extension import SPACES, Space
+from sim.extension import EXTENDED_MAX_OBJECTS, SPACES, Space
 from sim.pool import EXECUTORS
 
 RUN_ALPHA = 0.1  # a run's significance level of the verification test (every run so far has used it)
@@ -129,6 +129,10 @@ class RunConfig:
             raise ValueError("need at least one task family")
         if self.space not in SPACES:
             raise ValueError(f"unknown factor space {self.space!r}; spaces: {', '.join(SPACES)}")
+        if self.space == "extended" and room_for_space(self.learn.policy, self.space) != self.learn.policy:
+            raise ValueError(f"learn.policy.max_objects = {self.learn.policy.max_objects}: a scene of the "
+                             f"extended space holds up to {EXTENDED_MAX_OBJECTS} object tokens; set it to at "
+                             f"least that (`agents.run --space extended` does)")
         if self.rounds < 0 or self.budget < 1 or self.held < 0 or self.max_arms < 1:
             raise ValueError("need rounds >= 0, budget >= 1, held >= 0, max_arms >= 1")
         if self.workers < 0 or self.sandbox_workers < 1:
@@ -229,3 +233,13 @@ def _value(hint: Any, v: Any) -> Any:
 def config_path(run_dir: str | Path) -> Path:
     """Where a run directory keeps its `RunConfig` (`to_json`)."""
     return Path(run_dir) / "config.json"
+
+
+def room_for_space(policy: Any, space: Space) -> Any:
+    """`policy` with room for every object token a scene of `space` can hold: an object-token policy's
+    `max_objects` raised to `EXTENDED_MAX_OBJECTS` in the extended space (a bound, not a weight: the
+    network is the same); any other policy as it is."""
+    limit = getattr(policy, "max_objects", None)
+    if space != "extended" or limit is None or limit >= EXTENDED_MAX_OBJECTS:
+        return policy
+    return dataclasses.replace(policy, max_objects=EXTENDED_MAX_OBJECTS)

@@ -8,7 +8,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.config import CriticConfig
+from agents.config import PRESETS, CriticConfig
+from agents.config.run_config import room_for_space
 from common.registry import Registry
 
 
@@ -85,8 +86,11 @@ TABLES.register("core", dataclasses.replace(
 # three times as many): every generator draws from it, the suites are `extended50` (whose `ood` split moves
 # every factor, nuisance ones included), and each seed trains its own bootstrap on that space's seed
 # distribution. With `core`, the two points of `python -m experiments.factor_scaling`.
+# Its policy takes the extension's objects too (`room_for_space`: max_objects 16 → 20).
 TABLES.register("extended", dataclasses.replace(
     TABLES.get("core"), table="table1_extended", suite="extended50", bootstraps=None,
-    overrides={**TABLES.get("core").overrides, "space": "extended"}))
+    overrides={**TABLES.get("core").overrides, "space": "extended",
+               "learn": dataclasses.replace(PRESETS.get("default").learn, policy=room_for_space(
+                   PRESETS.get("default").learn.policy, "extended"))}))
 TABLES.register("full", TablePreset(run_preset="default", seeds=3, per_split=10, table="table1_full",
                                     overrides={"llm": "rules", "rounds": 5, "thumbnails": False}))

@@ -12,17 +12,23 @@ import pytest
 
 from agents.config import RunConfig
 from agents.config.presets import get_preset
+from agents.config.run_config import room_for_space
 from agents.graph.nodes.arms import dr_program, editable_factors, seed_generation, variant_program
 from agents.run import make_config, parse_args
 from programs.factor_space import movable
 from programs.seeds import seed_library, using_space
-from sim.extension import EXTENSION_NAMES
+from sim.extension import EXTENDED_MAX_OBJECTS, EXTENSION_NAMES
 from sim.families import get_family
 from tests.agents.test_run_e2e import cli
 
 
+def _extended(cfg: RunConfig) -> RunConfig:
+    return dataclasses.replace(cfg, space="extended", learn=dataclasses.replace(
+        cfg.learn, policy=room_for_space(cfg.learn.policy, "extended")))
+
+
 def test_the_space_round_trips_and_an_older_config_is_core():
-    cfg = dataclasses.replace(get_preset("smoke"), space="extended")
+    cfg = _extended(get_preset("smoke"))
     assert RunConfig.from_json(cfg.to_json()) == cfg and json.loads(cfg.to_json())["space"] == "extended"
     old = json.loads(get_preset("smoke").to_json())
     del old["space"]
@@ -32,8 +38,44 @@ def test_the_space_round_trips_and_an_older_config_is_core():
 
 
 def test_the_cli_chooses_the_space():
-    assert make_config(parse_args(["--preset", "smoke", "--space", "extended"])).space == "extended"
+    extended = make_config(parse_args(["--preset", "smoke", "--space", "extended"]))
+    assert extended.space == "extended" and extended.learn.policy.max_objects == EXTENDED_MAX_OBJECTS
     assert make_config(parse_args(["--preset", "smoke"])).space == "core"
+
+
+def test_the_policy_of_an_extended_run_takes_every_object_a_scene_can_hold():
+    """The object-token policy refuses a scene with more object tokens than `max_objects` (16 by default);
+    an `ood` scene of the extended50 suites holds 17 (put_inside: its own 5 and the extension's), which
+    stopped the first extended table at its bootstrap's evaluation. An extended run's policy has room for
+    the most the extension can add; a config without it is refused before anything runs."""
+    import torch
+
+    from coda_policy.object_token.features import featurize
+    from coda_policy.object_token.modeling_object_token import ObjectTokenPolicy
+    from experiments.table.cells import cell_config
+    from experiments.table.presets import TABLES
+    from sim.env import SimEnv
+    from sim.extension import MOST_ADDED
+    from sim.scene import SceneSpec
+
+    with pytest.raises(ValueError, match="max_objects = 16: a scene of the extended space holds up to 20"):
+        dataclasses.replace(get_preset("smoke"), space="extended")
+    assert MOST_ADDED == 12 and EXTENDED_MAX_OBJECTS >= 5 + MOST_ADDED
+    cfg = cell_config(TABLES.get("extended"), "coda", 0, "rules", 1)
+    assert cfg.learn.policy.max_objects == EXTENDED_MAX_OBJECTS
+    assert cell_config(TABLES.get("core"), "coda", 0, "rules", 1).learn == get_preset("default").learn
+    scene = Path(__file__).parents[2] / "experiments/table/extended50/put_inside/ood/24_335375d0de14.json"
+    spec = SceneSpec.model_validate_json(scene.read_text())
+    feats = featurize(SimEnv(spec).state(), spec=spec)
+    assert len(feats["objects"]) == 17
+    batch = {k: torch.as_tensor(v)[None] for k, v in feats.items()}
+    for limit, fits in ((16, False), (EXTENDED_MAX_OBJECTS, True)):
+        policy = ObjectTokenPolicy(dataclasses.replace(cfg.learn.policy, max_objects=limit))
+        if fits:
+            assert policy.encode(batch)[0].shape[1] == 3 + 17
+        else:
+            with pytest.raises(ValueError, match="17 object tokens exceed max_objects=16"):
+                policy.encode(batch)
 
 
 def test_the_space_in_use_decides_what_seed_library_and_seed_generation_serve():

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from experiments import factor_scaling as fs
 from experiments.table.presets import TABLES
+from sim.extension import EXTENDED_MAX_OBJECTS
 
 
 def _cell(folder: Path, method: str, seed: int, ood: float) -> None:
@@ -20,7 +21,9 @@ def _cell(folder: Path, method: str, seed: int, ood: float) -> None:
 def test_each_space_is_its_own_table_with_about_three_times_the_factors() -> None:
     core, ext = TABLES.get("core"), TABLES.get("extended")
     assert (core.suite, ext.suite) == ("frozen50", "extended50") and ext.overrides["space"] == "extended"
-    assert {k: v for k, v in ext.overrides.items() if k != "space"} == core.overrides
+    # the same table but for the space and the policy's room for its objects (`room_for_space`)
+    assert {k: v for k, v in ext.overrides.items() if k not in ("space", "learn")} == core.overrides
+    assert "learn" not in core.overrides and ext.overrides["learn"].policy.max_objects == EXTENDED_MAX_OBJECTS
     assert 2.5 <= fs.factors_per_family("extended") / fs.factors_per_family("core") <= 3.5
 
 
