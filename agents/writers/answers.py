@@ -100,7 +100,8 @@ MATH = ("clip", "sqrt", "exp", "tanh", "abs", "min", "max")  # functions of numb
 def stage_functions(base: TrainingProgram) -> list[str]:
     """The functions a new stage's expressions may call in `base` (`stage_patterns`' shapes): the scene's
     predicates and read-outs, a joint's only where the program tests one, and `clip`. The prompt lists
-    these alone: the rest of the vocabulary was 178 of its ~1,240 tokens, none of them usable."""
+    these alone: the rest of the vocabulary, none of it usable, was 183 of the contract case's 1,529
+    prompt tokens."""
     from programs.vocab import FUNCTIONS, JOINT_FUNCTIONS
 
     joints = tests_joint(base)
