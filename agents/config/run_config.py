@@ -129,7 +129,8 @@ class RunConfig:
             raise ValueError("need at least one task family")
         if self.space not in SPACES:
             raise ValueError(f"unknown factor space {self.space!r}; spaces: {', '.join(SPACES)}")
-        if self.space == "extended" and room_for_space(self.learn.policy, self.space) != self.learn.policy:
+        if self.space == "extended" and getattr(self.learn.policy, "max_objects", EXTENDED_MAX_OBJECTS) < \
+                EXTENDED_MAX_OBJECTS:
             raise ValueError(f"learn.policy.max_objects = {self.learn.policy.max_objects}: a scene of the "
                              f"extended space holds up to {EXTENDED_MAX_OBJECTS} object tokens; set it to at "
                              f"least that (`agents.run --space extended` does)")

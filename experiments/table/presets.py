@@ -87,10 +87,11 @@ TABLES.register("core", dataclasses.replace(
 # every factor, nuisance ones included), and each seed trains its own bootstrap on that space's seed
 # distribution. With `core`, the two points of `python -m experiments.factor_scaling`.
 # Its policy takes the extension's objects too (`room_for_space`: max_objects 16 → 20).
+_core_learn = PRESETS.get(TABLES.get("core").run_preset).learn
 TABLES.register("extended", dataclasses.replace(
     TABLES.get("core"), table="table1_extended", suite="extended50", bootstraps=None,
     overrides={**TABLES.get("core").overrides, "space": "extended",
-               "learn": dataclasses.replace(PRESETS.get("default").learn, policy=room_for_space(
-                   PRESETS.get("default").learn.policy, "extended"))}))
+               "learn": dataclasses.replace(_core_learn,
+                                            policy=room_for_space(_core_learn.policy, "extended"))}))
 TABLES.register("full", TablePreset(run_preset="default", seeds=3, per_split=10, table="table1_full",
                                     overrides={"llm": "rules", "rounds": 5, "thumbnails": False}))
