@@ -99,8 +99,10 @@ class DevScene:
         return SceneSpec.from_json(self.path.read_text())
 
 
-def dev_scenes(families: Sequence[str], per_split: int, out: Path, pool: Any) -> list[DevScene]:
-    """The development set: validated draws from `DEV_SEED`, cached under `out`."""
+def dev_scenes(families: Sequence[str], per_split: int, out: Path, pool: Any,
+               space: str = "core") -> list[DevScene]:
+    """The development set: validated draws from `DEV_SEED` in `space`, cached under `out` (the extended
+    space's draws share the core factors' values with the core set's: `sample_factors` draws them first)."""
     scenes = []
     for family in families:
         fam_i = frozen.FAMILIES.index(family)
@@ -109,12 +111,12 @@ def dev_scenes(families: Sequence[str], per_split: int, out: Path, pool: Any) ->
                 path = out / family / split / f"{i:02d}.json"
                 if not path.exists():
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(_valid_draw(family, fam_i, split, i, pool).to_json())
+                    path.write_text(_valid_draw(family, fam_i, split, i, pool, space).to_json())
                 scenes.append(DevScene(path, family, split))
     return scenes
 
 
-def _valid_draw(family: str, fam_i: int, split: str, i: int, pool: Any) -> Any:
+def _valid_draw(family: str, fam_i: int, split: str, i: int, pool: Any, space: str = "core") -> Any:
     from sim.families import get_family
 
     fam = get_family(family)
@@ -122,7 +124,7 @@ def _valid_draw(family: str, fam_i: int, split: str, i: int, pool: Any) -> Any:
         cands = []
         for a in range(start, start + 2):
             rng = np.random.default_rng([DEV_SEED, fam_i, SPLITS.index(split), i, a])
-            values = fam.sample_factors(rng, ood=split == "ood")
+            values = fam.sample_factors(rng, ood=split == "ood", space=space)
             cands.append(fam.make_scene(values, seed=DEV_SEED + 10_000 * SPLITS.index(split) + 100 * i + a))
         checks = [pool.executor.submit(frozen._check, c.to_json()) for c in cands]
         ok = [c for c, f in zip(cands, checks, strict=True) if f.result()[0]]
