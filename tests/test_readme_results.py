@@ -64,7 +64,8 @@ def test_the_table_reads_the_records_it_links(tmp_path: Path):
     lp = json.loads((results / "liberopro.json").read_text())
     row = mod.libero_row(lp, "loop `libero_s37`, round 3", 5)["cells"]
     assert f"{row['none']['successes']} / {row['position']['successes']} / " in lines
-    assert "[Table 1](docs/results/table1.md)" in lines and "(docs/results/liberopro.md)" in lines
+    assert "[Table 1](docs/results/table1_core.md)" in lines and "(docs/results/liberopro.md)" in lines
+    assert "[Earlier Table 1](docs/results/table1.md)" in lines
     assert "privileged simulator state" in lines and "π0.5 reads camera images" in lines
 
 
@@ -78,8 +79,9 @@ def test_missing_markers_are_an_error(tmp_path: Path):
 
 
 def test_the_core_table_s_rows_appear_as_its_cells_land(tmp_path: Path):
-    """Issue #39's table: no row until CoDA and a baseline have a cell; then each row names its seeds and
-    the paired difference appears once two seeds are shared."""
+    """Issue #39's table: no row until CoDA and a baseline have a cell; a row averaging other seeds than
+    CoDA's names them; the paired difference, with its 95 % interval, appears once two seeds are shared; an
+    LLM row appears beside its rules row on their common seeds, with its integrity counts."""
     import json
 
     mod = _script()
@@ -87,17 +89,26 @@ def test_the_core_table_s_rows_appear_as_its_cells_land(tmp_path: Path):
     folder.mkdir()
     assert mod.core_rows(tmp_path, "") == []
 
-    def cell(method: str, seed: int, ood: float) -> None:
-        rec = {"method": method, "seed": seed, "ood": {"a": ood, "b": ood}, "id": {"a": 90.0, "b": 80.0}}
+    def cell(method: str, seed: int, ood: float, **extra) -> None:
+        rec = {"method": method, "seed": seed, "ood": {"a": ood, "b": ood}, "id": {"a": 90.0, "b": 80.0},
+               **extra}
         (folder / f"{method}_seed{seed}.json").write_text(json.dumps(rec))
 
     cell("coda", 0, 30.0)
     assert mod.core_rows(tmp_path, "") == []
     cell("uniform", 0, 20.0)
     rows = mod.core_rows(tmp_path, "")
-    assert len(rows) == 2 and "| 30.0 ± 0.0 (seeds 0) | uniform 20.0 ± 0.0 (seeds 0) |" in rows[0]
+    assert len(rows) == 2 and rows[0].endswith("1 seeds (mean ± SE) | 30.0 ± 0.0 | uniform 20.0 ± 0.0 |")
     cell("coda", 1, 40.0)
+    rows = mod.core_rows(tmp_path, "")
+    assert rows[0].endswith("| 35.0 ± 5.0 | uniform 20.0 ± 0.0 (seeds 0) |") and len(rows) == 2
     cell("uniform", 1, 26.0)
     rows = mod.core_rows(tmp_path, "")
-    assert rows[-1] == ("| the same, CoDA − baseline, avg OOD pp, paired by seed (seeds) | | "
-                        "uniform +12.0 ± 2.0 (2) |")
+    assert rows[-1].endswith("(seeds) | | uniform +12.0 ± 2.0 [−13.4, +37.4] (2) |")  # 12.71 × 2.0
+    integrity = {"slots": 36, "fallback_slots": 1, "unusable_answers": {"critic": 2, "writer": 0}}
+    cell("coda+local", 0, 24.0, integrity=integrity)
+    assert len(mod.core_rows(tmp_path, "")) == 3  # one common seed: no LLM row yet
+    cell("coda+local", 1, 36.0, integrity=integrity)
+    assert mod.core_rows(tmp_path, "")[-1].endswith(
+        "| 30.0 ± 6.0 | the rules `coda` on the same seeds 35.0 ± 5.0; rules − LLM +5.0 ± 1.0 [−7.7, +17.7] "
+        "(2); 2 of 72 slots fell back, unusable answers: critic 4, writer 0 |")
