@@ -120,11 +120,34 @@ def make_config(a: argparse.Namespace) -> RunConfig:
         learn = over.get("learn", cfg.learn)
         over["learn"] = dataclasses.replace(learn, init_policy=str(a.init_policy.resolve()))
     cfg = with_devices(dataclasses.replace(cfg, **over), a)
+    _room_in_init_policy(cfg)
     from sim.families import get_family
 
     for f in cfg.families:
         get_family(f)  # a typo fails now, with "did you mean"
     return cfg
+
+
+def _room_in_init_policy(cfg: RunConfig) -> None:
+    """An extended run that starts from a policy checkpoint needs the checkpoint to have room for every
+    object token the space's scenes hold (`room_for_space` gives a fresh policy that room; a checkpoint keeps
+    the bound it was saved with, so a scene over it would stop the run mid-round): refused now, saying what
+    to start from instead."""
+    if cfg.space != "extended" or not cfg.learn.init_policy:
+        return
+    from coda_policy.checkpoint import CheckpointError, read_meta
+    from sim.extension import EXTENDED_MAX_OBJECTS
+
+    try:
+        limit = read_meta(cfg.learn.init_policy)["config"].get("max_objects")
+    except CheckpointError as e:
+        raise UsageError(str(e)) from None
+    if limit is not None and limit < EXTENDED_MAX_OBJECTS:
+        raise UsageError(
+            f"the policy to start from ({cfg.learn.init_policy}) has room for {limit} object tokens, and "
+            f"a scene of the extended space can hold {EXTENDED_MAX_OBJECTS}: start from a policy trained in "
+            "the extended space (e.g. checkpoints/table1_extended/seed0_round_00.safetensors), or from "
+            "scratch with a preset that trains its bootstrap (--preset default)")
 
 
 def _named_policy(name: str) -> Any:

@@ -85,6 +85,9 @@ CASES = [
     Case("init_policy_not_a_checkpoint", "agents.run",
          "--preset smoke --llm rules --init-policy {bin} --out {tmp}/r", 2,
          "is not a .safetensors checkpoint"),
+    Case("init_policy_without_room_for_the_extended_space", "agents.run",
+         "--preset quickstart --llm rules --space extended --out {tmp}/r", 2,
+         "has room for 16 object tokens, and a scene of the extended space can hold 20"),
     Case("out_holds_a_run", "agents.run", "--preset smoke --llm rules --out {run}", 2, "--resume",
          unchanged=True),
     # agents.run --resume: nothing is rewritten unless everything can be read
