@@ -11,6 +11,7 @@ critic are training-time only: a deployed, updated policy uses neither.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -358,6 +359,22 @@ class SeededPolicy:
     def __call__(self, scene: Any) -> Any:
         torch.set_num_threads(self.threads)
         return load_seeded(self.path, self.seed, device=self.device).bind(scene)
+
+    def batches(self) -> bool:
+        """Whether the checkpoint's policy can act in many episodes at once (`batch`), read from its
+        metadata without loading it: a frozen-actor checkpoint acts one episode at a time."""
+        from coda_policy.checkpoint import read_meta
+        from coda_policy.registry import policy_class
+
+        meta = read_meta(self.path)
+        return Q_SELECT not in meta and hasattr(policy_class(meta["config"]["type"]), "bind_batch")
+
+    def batch(self, scenes: Sequence[Any]) -> Any:
+        """The policy acting in every one of `scenes` at once (`sim.episode.BatchPolicy`), or None when the
+        checkpoint's policy acts one episode at a time (no `bind_batch`)."""
+        torch.set_num_threads(self.threads)
+        policy = load_seeded(self.path, self.seed, device=self.device)
+        return policy.bind_batch(scenes) if hasattr(policy, "bind_batch") else None
 
 
 @dataclass(frozen=True)

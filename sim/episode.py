@@ -9,16 +9,17 @@ policy's `cameras` at its `image_size`). Scripted experts are wrapped by `Expert
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sim.env import SETTLE_STEPS
 from sim.mujoco_episode import ExpertPolicy
-from sim.records import Episode, Observation, Policy, make_observation, proprio
+from sim.records import BatchPolicy, Episode, Observation, Policy, make_observation, proprio
 from sim.scene import SceneSpec
 from sim.worlds import world_of
 
-__all__ = ["SETTLE_STEPS", "Episode", "ExpertPolicy", "Observation", "Policy", "make_observation", "proprio",
-           "run_episode"]
+__all__ = ["SETTLE_STEPS", "BatchPolicy", "Episode", "ExpertPolicy", "Observation", "Policy", "batch_world",
+           "make_observation", "proprio", "run_episode", "run_episodes"]
 
 
 def run_episode(spec: SceneSpec, policy: Policy | None = None, *, max_steps: int | None = None,
@@ -29,3 +30,22 @@ def run_episode(spec: SceneSpec, policy: Policy | None = None, *, max_steps: int
     `dart_noise` and `noise_seed` (see `sim.mujoco_episode`, `sim.libero.episode`)."""
     return world_of(spec).run_episode(spec, policy, max_steps=max_steps, record_every=record_every,
                                       policy_name=policy_name, **options)
+
+
+def batch_world(specs: Sequence[SceneSpec]) -> Any:
+    """The one world of `specs` when it runs episodes in lockstep (`World.run_episodes`), else None."""
+    worlds = {world_of(spec).name for spec in specs}
+    world = world_of(specs[0]) if len(worlds) == 1 else None
+    return world if world is not None and world.run_episodes is not None else None
+
+
+def run_episodes(specs: Sequence[SceneSpec], act: BatchPolicy, *, max_steps: int | None = None,
+                 policy_name: str = "policy") -> list[Episode | Exception]:
+    """One episode of the batched policy `act` in each scene, in lockstep (see `BatchPolicy`): each is the
+    episode `run_episode` gives with the same chunks, or the exception it raised. The scenes must share a
+    world that runs batches (`batch_world`); ValueError otherwise."""
+    world = batch_world(specs) if specs else None
+    if world is None:
+        raise ValueError("run_episodes: the scenes must share one world that runs episodes in lockstep "
+                         f"(worlds: {sorted({world_of(s).name for s in specs})})")
+    return world.run_episodes(specs, act, max_steps=max_steps, policy_name=policy_name)

@@ -88,6 +88,56 @@ def run_job(index: int, job: EpisodeJob) -> EpisodeResult:
                          wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, path=path)
 
 
+@dataclass(frozen=True, kw_only=True)
+class BatchJob:
+    """Episodes of one policy in several scenes of one world, run in lockstep in one worker so that the
+    policy acts for all of them in one forward pass (`sim.episode.run_episodes`). `policy` is a picklable
+    factory with `batch(scenes)` → a `BatchPolicy` (e.g. `coda_policy.awr.SeededPolicy`)."""
+
+    scenes: tuple[SceneSpec, ...]
+    policy: Any
+    max_steps: int | None = None
+
+
+def run_batch(first: int, job: BatchJob) -> list[EpisodeResult]:
+    """Run a batch here; its results are indexed from `first`, in scene order. A scene whose episode raised
+    (or a batch that could not start) gives error results, as `run_job` does; each result's seconds are the
+    batch's shared evenly."""
+    from sim.episode import run_episodes
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        act = job.policy.batch(list(job.scenes))
+        if act is None:
+            raise ValueError(f"{job.policy!r} acts one episode at a time: run EpisodeJobs")
+        eps: list[Any] = run_episodes(job.scenes, act, max_steps=job.max_steps,
+                                      policy_name=type(job.policy).__qualname__)
+        trace = None
+    except Exception as e:  # noqa: BLE001 - a batch that cannot run is each of its episodes' error
+        eps, trace = [e] * len(job.scenes), traceback.format_exc()
+    wall, cpu = (time.perf_counter() - t0) / len(job.scenes), (time.process_time() - c0) / len(job.scenes)
+    out = []
+    for k, ep in enumerate(eps):
+        if isinstance(ep, Exception):
+            out.append(EpisodeResult(index=first + k, success=False, failing_phase=None, steps=0, wall_s=wall,
+                                     cpu_s=cpu, path=None, error=f"{type(ep).__name__}: {ep}",
+                                     trace=trace or "".join(traceback.format_exception(ep))))
+        else:
+            out.append(EpisodeResult(index=first + k, success=ep.success, failing_phase=ep.failing_phase,
+                                     steps=ep.steps, wall_s=wall, cpu_s=cpu, path=None))
+    return out
+
+
+def run_batches(pool: Any, jobs: list[BatchJob]) -> list[EpisodeResult]:
+    """Every batch on `pool`'s workers (in this process when it has none), the results of all their scenes
+    in order: a batch per worker at a time, the batches' own order kept in the results."""
+    firsts = [sum(len(j.scenes) for j in jobs[:k]) for k in range(len(jobs))]
+    if not getattr(pool, "workers", 0):
+        return [r for k, job in enumerate(jobs) for r in run_batch(firsts[k], job)]
+    futures = [pool.executor.submit(run_batch, firsts[k], job) for k, job in enumerate(jobs)]
+    return [r for f in futures for r in f.result()]
+
+
 def failed_result(index: int, why: str) -> EpisodeResult:
     """The result of a job that could not run: `why` is its error."""
     return EpisodeResult(index=index, success=False, failing_phase=None, steps=0, wall_s=0.0, path=None,

@@ -10,14 +10,15 @@ query). Scripted experts are wrapped by `ExpertPolicy`. Callers run an episode o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
 
 import numpy as np
 
 from sim.conditions import PolicyView
 from sim.env import SETTLE_STEPS, SimEnv
 from sim.families import TaskFamily, get_family
-from sim.records import Episode, Observation, Policy, make_observation
+from sim.records import BatchPolicy, Episode, Observation, Policy, make_observation
 from sim.render import PolicyFrames
 from sim.scene import SceneSpec
 from sim.world import WorldState
@@ -38,17 +39,20 @@ class ExpertPolicy:
         return self.expert.finished
 
 
-def _act(spec: SceneSpec, env: SimEnv, policy: Policy, expert: bool, limit: int, frames: PolicyFrames,
-         states: list[WorldState], steps: list[int], actions: list[np.ndarray], record_every: int,
-         on_step: Callable[[SimEnv, int], None] | None) -> tuple[int, WorldState]:
-    """Ask the policy and execute its chunks until success, the expert's end, or `limit` steps. A policy
-    reads the state through the scene's `PolicyView` (its observation noise and delay); the expert reads the
-    world's own."""
+def _acting(spec: SceneSpec, env: SimEnv, finished: Callable[[], bool] | None, limit: int,
+            frames: PolicyFrames, states: list[WorldState], steps: list[int], actions: list[np.ndarray],
+            record_every: int, on_step: Callable[[SimEnv, int], None] | None
+            ) -> Generator[Observation, Any, tuple[int, WorldState]]:
+    """One episode's acting, as a generator: it yields each observation and is sent the action chunk for
+    it, which it executes open loop, until success, the expert's end (`finished`, only for an expert) or
+    `limit` steps; it returns (steps taken, last state). One episode drives it with its policy
+    (`run_mujoco_episode`), a batch drives many in lockstep (`run_mujoco_episodes`). A policy reads the state
+    through the scene's `PolicyView` (its observation noise and delay); the expert reads the world's own."""
     t, s = 0, states[0]
-    view = PolicyView(spec, active=not expert)
+    view = PolicyView(spec, active=finished is None)
     view.see(s)
     while t < limit:
-        chunk = np.atleast_2d(np.asarray(policy(make_observation(spec, view.read(s), t, frames())), float))
+        chunk = np.atleast_2d(np.asarray((yield make_observation(spec, view.read(s), t, frames())), float))
         if chunk.shape[1] != 7 or not np.isfinite(chunk).all():
             raise ValueError(f"policy returned an action chunk of shape {chunk.shape} (need (h, 7), finite)")
         for a in chunk[: limit - t]:
@@ -61,9 +65,39 @@ def _act(spec: SceneSpec, env: SimEnv, policy: Policy, expert: bool, limit: int,
             if t % record_every == 0:
                 states.append(s)
                 steps.append(t)
-        if env.success(s) or (expert and policy.finished):
+        if env.success(s) or (finished is not None and finished()):
             break
     return t, s
+
+
+class _Episode:
+    """One episode in progress: its environment, what it has recorded, and its acting generator."""
+
+    def __init__(self, spec: SceneSpec, policy: Any, env: SimEnv | None, max_steps: int | None,
+                 record_every: int, on_step: Callable[[SimEnv, int], None] | None,
+                 finished: Callable[[], bool] | None) -> None:
+        self.spec, self.family = spec, get_family(spec.family)
+        self.env = env or SimEnv(spec)
+        self.states, self.steps, self.actions = [self.env.reset()], [0], []
+        self.frames = PolicyFrames(self.env, policy)
+        self.acting = _acting(spec, self.env, finished, max_steps or spec.max_steps, self.frames, self.states,
+                              self.steps, self.actions, record_every, on_step)
+
+    def finish(self, t: int, policy_name: str) -> Episode:
+        """The recorded `Episode`: the world held still for `SETTLE_STEPS`, then labelled and judged."""
+        env, states, steps = self.env, self.states, self.steps
+        s = env.hold(SETTLE_STEPS)
+        if steps[-1] != t:
+            states.append(s)
+            steps.append(t)
+        else:
+            states[-1] = s
+        phases, failing = self.family.label(self.spec, states)
+        success = env.success(s)
+        if success and phases[-1] != "done":  # labels come from the family; trust the goal test
+            phases[-1] = "done"
+        return Episode(self.spec, np.array(self.actions).reshape(-1, 7), states, np.array(steps), phases,
+                       success, None if success else failing, policy_name)
 
 
 def run_mujoco_episode(
@@ -79,35 +113,49 @@ def run_mujoco_episode(
     """Run one episode in our world. `policy=None` runs the family's scripted expert. The episode ends when
     the goal holds (checked each step), when an expert has finished its plan, or after `max_steps`; `env`
     reuses a built `SimEnv` of the scene, `on_step(env, t)` is called after every control step."""
-    family = get_family(spec.family)
-    env = env or SimEnv(spec)
     expert = policy is None
-    policy = policy or ExpertPolicy(spec, family)
-    limit = max_steps or spec.max_steps
-    s = env.reset()
-    states, steps, actions = [s], [0], []
-    frames = PolicyFrames(env, policy)
+    policy = policy or ExpertPolicy(spec, get_family(spec.family))
+    ep = _Episode(spec, policy, env, max_steps, record_every, on_step,
+                  (lambda: policy.finished) if expert else None)
     try:
-        t, s = _act(spec, env, policy, expert, limit, frames, states, steps, actions, record_every, on_step)
+        obs = next(ep.acting)
+        while True:
+            obs = ep.acting.send(policy(obs))
+    except StopIteration as stop:
+        t, _ = stop.value
     finally:
-        frames.close()
-    s = env.hold(SETTLE_STEPS)
-    if steps[-1] != t:
-        states.append(s)
-        steps.append(t)
-    else:
-        states[-1] = s
-    phases, failing = family.label(spec, states)
-    success = env.success(s)
-    if success and phases[-1] != "done":  # labels come from the family; trust the goal test
-        phases[-1] = "done"
-    return Episode(
-        spec,
-        np.array(actions).reshape(-1, 7),
-        states,
-        np.array(steps),
-        phases,
-        success,
-        None if success else failing,
-        policy_name or ("expert" if expert else "policy"),
-    )
+        ep.frames.close()
+    return ep.finish(t, policy_name or ("expert" if expert else "policy"))
+
+
+def run_mujoco_episodes(specs: Sequence[SceneSpec], act: BatchPolicy, *, max_steps: int | None = None,
+                        policy_name: str = "policy") -> list[Episode | Exception]:
+    """Run one episode of a batched policy in each scene, in lockstep: every step on which episodes need
+    a chunk, `act(observations, which)` is asked once for all of them (`which`: their indices in `specs`)
+    and returns their chunks in that order. Each episode is what `run_mujoco_episode` gives with the same
+    chunks; an episode that raises is its exception in the list, and the others go on."""
+    eps = [_Episode(spec, act, None, max_steps, 1, None, None) for spec in specs]
+    out: list[Episode | Exception | None] = [None] * len(eps)
+    pending: dict[int, Observation] = {}
+
+    def advance(i: int, chunk: Any = None) -> None:
+        try:
+            pending[i] = next(eps[i].acting) if chunk is None else eps[i].acting.send(chunk)
+        except StopIteration as stop:
+            pending.pop(i, None)
+            out[i] = eps[i].finish(stop.value[0], policy_name)
+        except Exception as e:  # noqa: BLE001 - one episode's failure is its result; the batch goes on
+            pending.pop(i, None)
+            out[i] = e
+
+    try:
+        for i in range(len(eps)):
+            advance(i)
+        while pending:
+            which = sorted(pending)
+            for i, chunk in zip(which, act([pending[i] for i in which], which), strict=True):
+                advance(i, chunk)
+    finally:
+        for ep in eps:
+            ep.frames.close()
+    return out  # type: ignore[return-value]

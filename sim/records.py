@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -36,6 +36,9 @@ class Observation:
 
 
 Policy = Callable[[Observation], np.ndarray]
+# A policy acting in many episodes at once (`sim.episode.run_episodes`): (observations, their episodes'
+# indices) → one action chunk for each, in that order
+BatchPolicy = Callable[[Sequence[Observation], Sequence[int]], Sequence[np.ndarray]]
 
 
 def proprio(s: WorldState) -> np.ndarray:

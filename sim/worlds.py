@@ -16,7 +16,7 @@ from typing import Any
 from common.registry import Registry
 from sim.builder import build_scene
 from sim.families import get_family
-from sim.mujoco_episode import run_mujoco_episode
+from sim.mujoco_episode import run_mujoco_episode, run_mujoco_episodes
 from sim.mujoco_validity import ValidityConfig, check_mujoco_scene
 from sim.records import Episode, ValidityReport
 from sim.scene import SceneSpec
@@ -37,6 +37,10 @@ class World:
     # (spec, env) → a fresh scripted expert for one episode; `env` is the world's environment of the
     # scene (ours reads `WorldState`s and ignores it, LIBERO's reads the environment's privileged state)
     expert: Callable[[SceneSpec, Any], Any]
+    # (specs, batched policy, *, max_steps, policy_name) → each scene's `Episode` (or the exception it
+    # raised), the episodes run in lockstep so the policy acts for all of them at once; None where the world
+    # runs one episode at a time
+    run_episodes: Callable[..., list[Any]] | None = None
 
 
 WORLDS: Registry[World] = Registry("world")
@@ -53,7 +57,8 @@ def _our_expert(spec: SceneSpec, env: Any = None) -> Any:
 
 
 WORLDS.register("mujoco", World(name="mujoco", build=build_scene, run_episode=run_mujoco_episode,
-                                check_scene=check_mujoco_scene, expert=_our_expert))
+                                check_scene=check_mujoco_scene, expert=_our_expert,
+                                run_episodes=run_mujoco_episodes))
 
 
 def _libero_build(spec: SceneSpec) -> Any:

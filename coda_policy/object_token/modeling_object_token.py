@@ -194,6 +194,26 @@ class ObjectTokenPolicy(Checkpointed, nn.Module):
         self.reset(scene)
         return self.select_action
 
+    def bind_batch(self, scenes: Sequence[SceneSpec]) -> Any:
+        """A `sim.episode.BatchPolicy` for an episode in each of `scenes` at once: each episode's sampling
+        noise is drawn from its own generator, seeded as `reset` seeds one, so an episode is given the
+        chunks `bind(scene)` would give it up to float rounding (one forward pass for the batch)."""
+        gens = [torch.Generator().manual_seed(self.config.seed) for _ in scenes]
+        c = self.config
+
+        def act(observations: Sequence[Observation], which: Sequence[int]) -> list[np.ndarray]:
+            feats = [featurize(o, spec=scenes[i], embedder=self.embedder, grounding=c.grounding)
+                     for o, i in zip(observations, which, strict=True)]
+            noise = torch.cat([torch.randn(1, c.chunk, c.action_dim, generator=gens[i]) * c.noise_scale
+                               for i in which])
+            was_training = self.training
+            self.eval()
+            chunks = self.sample_actions(to_device(collate(feats), module_device(self)), noise=noise)
+            self.train(was_training)
+            return [ch[: c.execute].cpu().numpy().astype(np.float64) for ch in chunks]
+
+        return act
+
     # ---- data (what the trainers ask of every backend) --------------------------------------------
     def chunk_data(self, episodes: Sequence[Episode]) -> ChunkData:
         """Training chunks of the successful `episodes` (one per recorded state) with their statistics."""
