@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from common.cli import command_parser, worker_count
+from sim.jobs import BATCH
 
 FAMILIES = ("pick_place", "articulated", "put_inside", "stack_insert")
 SEED = 7_720_000  # this benchmark's scenes
@@ -33,7 +34,7 @@ def scenes(per_split: int) -> list[Any]:
 
 def run(policy: Path, per_split: int, workers: int, batch: int) -> dict[str, Any]:
     from coda_policy.awr import SeededPolicy
-    from sim.jobs import BatchJob, run_batches
+    from sim.jobs import batches_of, run_batches
     from sim.pool import EpisodeJob, EpisodePool
 
     specs, factory = scenes(per_split), SeededPolicy(str(policy), 0)
@@ -42,11 +43,11 @@ def run(policy: Path, per_split: int, workers: int, batch: int) -> dict[str, Any
     with EpisodePool(workers) as pool:
         for _ in range(2):
             t0 = time.perf_counter()
-            single = pool.run([EpisodeJob(scene=s, policy=factory) for s in specs])
+            jobs = [EpisodeJob(scene=s, policy=factory) for s in specs]
+            single = pool.run(jobs, batch=False)
             took["single"].append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            batched = run_batches(pool, [BatchJob(scenes=tuple(specs[k:k + batch]), policy=factory)
-                                         for k in range(0, len(specs), batch)])
+            batched = pool.run(jobs) if batch == BATCH else run_batches(pool, batches_of(jobs, batch))
             took["batched"].append(time.perf_counter() - t0)
             for name, got in (("single", single), ("batched", batched)):
                 errors = [r.error for r in got if r.error]
@@ -63,12 +64,11 @@ def run(policy: Path, per_split: int, workers: int, batch: int) -> dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> int:
-    from experiments.table.cells import EVAL_BATCH
 
     ap = command_parser("bench.eval_batch", __doc__)
     ap.add_argument("--per-split", type=int, default=10, help="scenes per family in and out of distribution")
     ap.add_argument("--workers", type=worker_count, default=2)
-    ap.add_argument("--batch", type=int, default=EVAL_BATCH, help=f"scenes a batch (default {EVAL_BATCH})")
+    ap.add_argument("--batch", type=int, default=BATCH, help=f"scenes a batch (default {BATCH})")
     ap.add_argument("--policy", type=Path, default=POLICY)
     ap.add_argument("--json", type=Path, help="write the result here")
     a = ap.parse_args(argv)

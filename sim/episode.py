@@ -40,7 +40,7 @@ def batch_world(specs: Sequence[SceneSpec]) -> Any:
 
 
 def run_episodes(specs: Sequence[SceneSpec], act: BatchPolicy, *, max_steps: int | None = None,
-                 policy_name: str = "policy") -> list[Episode | Exception]:
+                 record_every: int = 1, policy_name: str = "policy") -> list[Episode | Exception]:
     """One episode of the batched policy `act` in each scene, in lockstep (see `BatchPolicy`): each is the
     episode `run_episode` gives with the same chunks, or the exception it raised. The scenes must share a
     world that runs batches (`batch_world`); ValueError otherwise."""
@@ -48,4 +48,5 @@ def run_episodes(specs: Sequence[SceneSpec], act: BatchPolicy, *, max_steps: int
     if world is None:
         raise ValueError("run_episodes: the scenes must share one world that runs episodes in lockstep "
                          f"(worlds: {sorted({world_of(s).name for s in specs})})")
-    return world.run_episodes(specs, act, max_steps=max_steps, policy_name=policy_name)
+    return world.run_episodes(specs, act, max_steps=max_steps, record_every=record_every,
+                              policy_name=policy_name)

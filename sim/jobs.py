@@ -97,6 +97,31 @@ class BatchJob:
     scenes: tuple[SceneSpec, ...]
     policy: Any
     max_steps: int | None = None
+    # where to save each scene's episode (`Episode.save`; None: nothing on disk); empty: nothing saved
+    outs: tuple[str | Path | None, ...] = ()
+    record_every: int = 1
+
+
+# scenes one worker runs in lockstep: the object-token policy's forward pass for 16 episodes costs about
+# 2.6× that for one (29 against 11 ms, one thread), and a batch of 16 runs an evaluation 1.8× faster
+BATCH = 16
+
+
+def batches_of(jobs: list[EpisodeJob], size: int = BATCH) -> list[BatchJob] | None:
+    """`jobs` as lockstep batches of `size` scenes in order, when they can run so: one policy factory that
+    acts in many episodes at once (`batches()`), one step limit and recording, and scenes of one world that
+    runs batches (`sim.episode.batch_world`); None otherwise (run them one a job)."""
+    from sim.episode import batch_world
+
+    if not jobs or isinstance(jobs[0].policy, str) or not hasattr(jobs[0].policy, "batches"):
+        return None
+    head = jobs[0]
+    if any((j.policy, j.max_steps, j.record_every) != (head.policy, head.max_steps, head.record_every)
+           for j in jobs) or batch_world([j.scene for j in jobs]) is None or not head.policy.batches():
+        return None
+    return [BatchJob(scenes=tuple(j.scene for j in jobs[k:k + size]), policy=head.policy,
+                     max_steps=head.max_steps, outs=tuple(j.out for j in jobs[k:k + size]),
+                     record_every=head.record_every) for k in range(0, len(jobs), size)]
 
 
 def run_batch(first: int, job: BatchJob) -> list[EpisodeResult]:
@@ -110,11 +135,15 @@ def run_batch(first: int, job: BatchJob) -> list[EpisodeResult]:
         act = job.policy.batch(list(job.scenes))
         if act is None:
             raise ValueError(f"{job.policy!r} acts one episode at a time: run EpisodeJobs")
-        eps: list[Any] = run_episodes(job.scenes, act, max_steps=job.max_steps,
+        eps: list[Any] = run_episodes(job.scenes, act, max_steps=job.max_steps, record_every=job.record_every,
                                       policy_name=type(job.policy).__qualname__)
         trace = None
+        paths: list[Path | None] = [None] * len(eps)
+        for k, (ep, out) in enumerate(zip(eps, job.outs, strict=False)):
+            if out is not None and not isinstance(ep, Exception):
+                paths[k] = ep.save(out)
     except Exception as e:  # noqa: BLE001 - a batch that cannot run is each of its episodes' error
-        eps, trace = [e] * len(job.scenes), traceback.format_exc()
+        eps, trace, paths = [e] * len(job.scenes), traceback.format_exc(), [None] * len(job.scenes)
     wall, cpu = (time.perf_counter() - t0) / len(job.scenes), (time.process_time() - c0) / len(job.scenes)
     out = []
     for k, ep in enumerate(eps):
@@ -124,18 +153,42 @@ def run_batch(first: int, job: BatchJob) -> list[EpisodeResult]:
                                      trace=trace or "".join(traceback.format_exception(ep))))
         else:
             out.append(EpisodeResult(index=first + k, success=ep.success, failing_phase=ep.failing_phase,
-                                     steps=ep.steps, wall_s=wall, cpu_s=cpu, path=None))
+                                     steps=ep.steps, wall_s=wall, cpu_s=cpu, path=paths[k]))
     return out
 
 
-def run_batches(pool: Any, jobs: list[BatchJob]) -> list[EpisodeResult]:
+def firsts(batches: list[BatchJob]) -> list[int]:
+    """The index of each batch's first scene among all the batches' scenes."""
+    return [sum(len(b.scenes) for b in batches[:k]) for k in range(len(batches))]
+
+
+def run_batches(pool: Any, jobs: list[BatchJob],
+                progress: Callable[[EpisodeResult], None] | None = None) -> list[EpisodeResult]:
     """Every batch on `pool`'s workers (in this process when it has none), the results of all their scenes
-    in order: a batch per worker at a time, the batches' own order kept in the results."""
-    firsts = [sum(len(j.scenes) for j in jobs[:k]) for k in range(len(jobs))]
+    in order; a batch that could not run (its worker lost) gives each of its scenes an error result. The
+    local pool's own `run` batches jobs itself, with a lost batch's jobs run again one a job."""
+    starts = firsts(jobs)
     if not getattr(pool, "workers", 0):
-        return [r for k, job in enumerate(jobs) for r in run_batch(firsts[k], job)]
-    futures = [pool.executor.submit(run_batch, firsts[k], job) for k, job in enumerate(jobs)]
-    return [r for f in futures for r in f.result()]
+        out = []
+        for k, job in enumerate(jobs):
+            for r in run_batch(starts[k], job):
+                out.append(r)
+                if progress:
+                    progress(r)
+        return out
+    futures = [pool.executor.submit(run_batch, starts[k], job) for k, job in enumerate(jobs)]
+    out = []
+    for k, f in enumerate(futures):
+        try:
+            got = f.result()
+        except Exception as e:  # noqa: BLE001 - the batch's scenes report it
+            got = [failed_result(starts[k] + j, f"{type(e).__name__}: {e}")
+                   for j in range(len(jobs[k].scenes))]
+        for r in got:
+            out.append(r)
+            if progress:
+                progress(r)
+    return out
 
 
 def failed_result(index: int, why: str) -> EpisodeResult:

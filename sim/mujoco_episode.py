@@ -129,12 +129,12 @@ def run_mujoco_episode(
 
 
 def run_mujoco_episodes(specs: Sequence[SceneSpec], act: BatchPolicy, *, max_steps: int | None = None,
-                        policy_name: str = "policy") -> list[Episode | Exception]:
+                        record_every: int = 1, policy_name: str = "policy") -> list[Episode | Exception]:
     """Run one episode of a batched policy in each scene, in lockstep: every step on which episodes need
     a chunk, `act(observations, which)` is asked once for all of them (`which`: their indices in `specs`)
     and returns their chunks in that order. Each episode is what `run_mujoco_episode` gives with the same
     chunks; an episode that raises is its exception in the list, and the others go on."""
-    eps = [_Episode(spec, act, None, max_steps, 1, None, None) for spec in specs]
+    eps = [_Episode(spec, act, None, max_steps, record_every, None, None) for spec in specs]
     out: list[Episode | Exception | None] = [None] * len(eps)
     pending: dict[int, Observation] = {}
 

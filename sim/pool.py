@@ -20,17 +20,23 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import sim.ray_pool  # noqa: F401  (registers the "ray" executor; Ray itself loads only when a pool starts)
 from sim.jobs import (  # noqa: F401  (EpisodeResult, PolicyFactory, run_job: re-exported for callers)
     EXECUTORS,
+    BatchJob,
     EpisodeJob,
     EpisodeResult,
     Executor,
     PolicyFactory,
     Pool,
+    batches_of,
     failed_result,
+    firsts,
+    run_batch,
+    run_batches,
     run_job,
     warm_worker,
     worker_env,
@@ -133,9 +139,12 @@ class EpisodePool(Pool):
         for p in list((getattr(self._ex, "_processes", None) or {}).values()):
             p.kill()
 
-    def run(self, jobs: list[EpisodeJob],
-            progress: Callable[[EpisodeResult], None] | None = None) -> list[EpisodeResult]:
-        """Run all jobs; `progress` is called with each result as it finishes (in finishing order)."""
+    def run(self, jobs: list[EpisodeJob], progress: Callable[[EpisodeResult], None] | None = None,
+            batch: bool = True) -> list[EpisodeResult]:
+        """Run all jobs; `progress` is called with each result as it finishes (in finishing order). With
+        `batch`, jobs that can run in lockstep (`sim.jobs.batches_of`: one policy that batches, one world
+        that does) run `sim.jobs.BATCH` scenes to a worker, each episode as it would alone up to the
+        policy's float rounding; the rest, and every job with `batch=False`, one episode a job."""
         results: list[EpisodeResult | None] = [None] * len(jobs)
 
         def finish(r: EpisodeResult) -> None:
@@ -143,13 +152,60 @@ class EpisodePool(Pool):
             if progress:
                 progress(r)
 
-        if self.workers == 0:
+        batches = batches_of(jobs) if batch else None
+        if batches is not None:
+            again = self._run_batches(batches, finish)
+            if again:  # a lost batch's jobs, one a job: the scheduler isolates a job that kills its worker
+                _Scheduler(self, [jobs[i] for i in again],
+                           lambda r: finish(replace(r, index=again[r.index]))).loop()
+        elif self.workers == 0:
             for i, job in enumerate(jobs):
                 finish(run_job(i, job))
         else:
             _Scheduler(self, jobs, finish).loop()
         assert all(r is not None for r in results)
         return results  # type: ignore[return-value]
+
+    def _run_batches(self, batches: list[BatchJob], finish: Callable[[EpisodeResult], None]) -> list[int]:
+        """Run the batches (`sim.jobs.batches_of`), at most one per worker at a time; the indices of the jobs
+        of batches lost to a dead worker or past the job time limit (the pool rebuilt), to run again."""
+        if self.workers == 0:
+            for r in run_batches(self, batches):
+                finish(r)
+            return []
+        starts, todo, again = firsts(batches), deque(range(len(batches))), []
+        running: dict[Future, tuple[int, float]] = {}
+        limit = self.job_timeout_s
+        while todo or running:
+            while todo and len(running) < self.workers:
+                k = todo.popleft()
+                running[self.executor.submit(run_batch, starts[k], batches[k])] = (
+                    k, time.monotonic() + limit if limit else float("inf"))
+            dl = min(d for _, d in running.values())
+            done, _ = wait(running, timeout=None if dl == float("inf") else max(0.0, dl - time.monotonic()),
+                           return_when=FIRST_COMPLETED)
+            lost = [k for f, (k, d) in running.items() if f not in done and time.monotonic() > d]
+            for f in done:
+                k, _ = running.pop(f)
+                try:
+                    for r in f.result():
+                        finish(r)
+                except Exception:  # noqa: BLE001 - BrokenProcessPool, or the batch could not be sent
+                    lost.append(k)
+            if lost:
+                if any(f not in done for f in running):
+                    self._kill_workers()
+                wait(list(running))
+                for f, (k, _) in running.items():
+                    if f.exception() is None:
+                        for r in f.result():
+                            finish(r)
+                    elif k not in lost:
+                        lost.append(k)
+                running.clear()
+                self._restart()
+                again += [starts[k] + j for k in sorted(set(lost)) for j in range(len(batches[k].scenes))]
+        return sorted(again)
 
 
 class _Scheduler:

@@ -37,8 +37,10 @@ from sim.jobs import (
     EpisodeResult,
     Executor,
     Pool,
+    batches_of,
     failed_result,
     fits_here,
+    run_batches,
     run_job,
     warm_worker,
     worker_env,
@@ -175,12 +177,17 @@ class RayEpisodePool(Pool):
         assert self._executor is not None
         return self._executor
 
-    def run(self, jobs: list[EpisodeJob],
-            progress: Callable[[EpisodeResult], None] | None = None) -> list[EpisodeResult]:
-        """Run all jobs on the cluster; results in job order, `progress` called in finishing order."""
+    def run(self, jobs: list[EpisodeJob], progress: Callable[[EpisodeResult], None] | None = None,
+            batch: bool = True) -> list[EpisodeResult]:
+        """Run all jobs on the cluster; results in job order, `progress` called in finishing order. With
+        `batch`, jobs that can run in lockstep do, `BATCH` scenes a task (`EpisodePool.run`); a lost task's
+        scenes report it."""
         import ray
 
         self._start()
+        batches = batches_of(jobs) if batch else None
+        if batches is not None:
+            return run_batches(self, batches, progress)
         refs = {self._episode.remote(i, job, self.job_timeout_s): i for i, job in enumerate(jobs)}
         results: list[EpisodeResult | None] = [None] * len(jobs)
         pending = list(refs)

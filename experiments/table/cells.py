@@ -41,9 +41,6 @@ PRETRAINED = pretrained.SEED_SFT_4FAM
 SHARED_BOOTSTRAP = ("scenes/round_00", "validity/round_00", "episodes/round_00", "programs/round_00",
                     "policy/round_00.safetensors", "train/round_00.json")
 BOOT_POLICY = "seed{seed}_round_00.safetensors"  # a kept bootstrap policy's file name
-# scenes one worker runs in lockstep when it evaluates a policy (`evaluate`): the policy's forward pass for
-# 16 episodes costs about 2.6× that for one (29 against 11 ms: the object-token policy, one thread)
-EVAL_BATCH = 16
 
 
 # ---- cells ------------------------------------------------------------------------------------------------
@@ -215,20 +212,13 @@ def seed_cell(cell: Path, boot: Path) -> None:
 # ---- evaluation on the frozen suites ----------------------------------------------------------------------
 def evaluate(policy: Path, scenes: Sequence[frozen.SuiteScene], seed: int, pool: EpisodePool,
              max_steps: int | None) -> dict[str, dict[str, float]]:
-    """Success (%) of `policy` per family and split on `scenes`: in batches of `EVAL_BATCH` scenes a
-    worker runs in lockstep, the policy acting for all of them at once, where the policy and the scenes'
-    world allow it (`sim.jobs.BatchJob`); one episode a job otherwise."""
+    """Success (%) of `policy` per family and split on `scenes` (the pool runs them in lockstep batches
+    where the policy allows: `EpisodePool.run`)."""
     from coda_policy.awr import SeededPolicy
-    from sim.episode import batch_world
-    from sim.jobs import BatchJob, run_batches
     from sim.pool import EpisodeJob
 
-    factory, specs = SeededPolicy(str(policy), seed), [s.load() for s in scenes]
-    if specs and factory.batches() and batch_world(specs) is not None:
-        results = run_batches(pool, [BatchJob(scenes=tuple(specs[k:k + EVAL_BATCH]), policy=factory,
-                                              max_steps=max_steps) for k in range(0, len(specs), EVAL_BATCH)])
-    else:
-        results = pool.run([EpisodeJob(scene=spec, policy=factory, max_steps=max_steps) for spec in specs])
+    factory = SeededPolicy(str(policy), seed)
+    results = pool.run([EpisodeJob(scene=s.load(), policy=factory, max_steps=max_steps) for s in scenes])
     acc: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     for s, r in zip(scenes, results, strict=True):
         if r.error is not None:

@@ -14,7 +14,7 @@ from coda_policy.awr import SeededPolicy, load_seeded
 from coda_policy.pretrained import SEED_SFT_4FAM
 from sim.episode import Observation, batch_world, run_episode, run_episodes
 from sim.families import get_family
-from sim.jobs import BatchJob, run_batches
+from sim.jobs import BatchJob, batches_of, run_batches
 from sim.pool import EpisodePool
 from sim.scene import SceneSpec
 
@@ -95,13 +95,75 @@ def test_the_policy_acting_for_a_batch_gives_each_episode_its_own_chunks() -> No
     assert SeededPolicy(str(SEED_SFT_4FAM), 0).batches()
 
 
-def test_batches_keep_the_scenes_order_on_a_pool_and_in_process() -> None:
+class StepPolicy:
+    """A picklable factory that batches: the deterministic `_chunk` policy, gain by scene seed; a scene
+    whose seed is `crash_seed` kills its worker (alone or in a batch)."""
+
+    def __init__(self, crash_seed: int | None = None) -> None:
+        self.crash_seed = crash_seed
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StepPolicy) and other.crash_seed == self.crash_seed
+
+    def __hash__(self) -> int:
+        return hash(self.crash_seed)
+
+    def batches(self) -> bool:
+        return True
+
+    def _gain(self, scene: SceneSpec) -> float:
+        if scene.seed == self.crash_seed:
+            import os
+
+            os._exit(3)
+        return GAINS[scene.seed % 3]
+
+    def __call__(self, scene: SceneSpec):
+        return lambda obs: _chunk(obs, self._gain(scene))
+
+    def batch(self, scenes: Sequence[SceneSpec]):
+        return lambda obs, which: [_chunk(o, self._gain(scenes[i])) for o, i in zip(obs, which, strict=True)]
+
+
+def test_the_pool_runs_what_can_batch_in_batches_and_saves_each_episode(tmp_path) -> None:
+    from sim.episode import Episode
+    from sim.pool import EpisodeJob
+
+    scenes = _scenes()
+    jobs = [EpisodeJob(scene=s, policy=StepPolicy(), max_steps=11, record_every=2, out=tmp_path / f"b{k}")
+            for k, s in enumerate(scenes)]
+    assert [len(b.scenes) for b in batches_of(jobs, 2)] == [2, 1]
+    assert batches_of([EpisodeJob(scene=scenes[0])]) is None  # the expert acts one episode at a time
+    assert batches_of([jobs[0], EpisodeJob(scene=scenes[1], policy=StepPolicy(), max_steps=12)]) is None
+    with EpisodePool(1) as pool:
+        batched = pool.run(jobs)
+        alone = pool.run([EpisodeJob(scene=j.scene, policy=j.policy, max_steps=11, record_every=2,
+                                     out=tmp_path / f"a{k}") for k, j in enumerate(jobs)], batch=False)
+    assert [r.index for r in batched] == [0, 1, 2]
+    for b, a in zip(batched, alone, strict=True):
+        assert (b.success, b.steps, b.error) == (a.success, a.steps, a.error) and b.steps == 11
+        eb, ea = Episode.load(b.path), Episode.load(a.path)
+        np.testing.assert_array_equal(eb.actions, ea.actions)
+        assert list(eb.state_steps) == list(ea.state_steps) == [0, 2, 4, 6, 8, 10, 11]
+
+
+def test_a_batch_whose_worker_dies_runs_again_one_a_job_and_only_the_culprit_fails() -> None:
+    from sim.pool import EpisodeJob
+
+    scenes = _scenes()  # seeds 0, 1, 2
+    jobs = [EpisodeJob(scene=s, policy=StepPolicy(crash_seed=1), max_steps=6) for s in scenes]
+    with EpisodePool(1) as pool:
+        got = pool.run(jobs)
+        again = pool.run([jobs[0]])  # the pool was rebuilt
+    assert [r.index for r in got] == [0, 1, 2]
+    assert got[0].ok and got[2].ok and got[0].steps == got[2].steps == 6
+    assert not got[1].ok and "worker died" in got[1].error
+    assert again[0].ok
+
+
+def test_batches_keep_the_scenes_order_in_process() -> None:
     scenes = _scenes()
     jobs = [BatchJob(scenes=tuple(scenes[:2]), policy=SeededPolicy(str(SEED_SFT_4FAM), 0), max_steps=8),
             BatchJob(scenes=(scenes[2],), policy=SeededPolicy(str(SEED_SFT_4FAM), 0), max_steps=8)]
-    here = run_batches(EpisodePool(0), jobs)
-    with EpisodePool(1) as pool:
-        there = run_batches(pool, jobs)
-    assert [r.index for r in here] == [r.index for r in there] == [0, 1, 2]
-    assert [(r.success, r.steps, r.error) for r in here] == [(r.success, r.steps, r.error) for r in there]
-    assert all(r.ok and r.steps == 8 for r in here)
+    got = run_batches(EpisodePool(0), jobs)
+    assert [r.index for r in got] == [0, 1, 2] and all(r.ok and r.steps == 8 for r in got)
