@@ -188,17 +188,27 @@ def stage_variables(base: TrainingProgram, diagnosis: Diagnosis) -> dict[str, An
             "before": None if k is None else base.subgoals[k].name}
 
 
+def free_name(name: str, taken: list[str]) -> str:
+    """`name`, or when the program already has a subgoal of that name the first free `name_2`, `name_3`, …:
+    a subgoal's name is only its label (the potential reads its condition and progress), so a taken one is
+    renamed rather than the answer refused — the 1.5B, asked again at temperature 0, gives the same name."""
+    k = 2
+    new = name
+    while new in taken:
+        new, k = f"{name}_{k}", k + 1
+    return new
+
+
 def stage_program(out: Any, base: TrainingProgram, meta: dict[str, Any]) -> TrainingProgram:
-    """The base program with the answer's subgoal inserted before `out.before`, checked; `WriterError` on
-    any problem (a name the program already has, an expression outside the training language)."""
+    """The base program with the answer's subgoal inserted before `out.before` (renamed when its name is
+    taken: `free_name`), checked; `WriterError` on any problem (an expression outside the training
+    language, a subgoal that fails the checks)."""
     raw = out.model_dump_json()
     names = [g.name for g in base.subgoals]
-    if out.name in names:
-        raise WriterError(TRAIN_PROMPT_STAGE, f"the program already has a subgoal {out.name!r}; name the new "
-                                              f"one differently (existing: {', '.join(names)})", raw)
+    name = free_name(out.name, names)
     k = names.index(out.before)
     try:
-        sub = Subgoal(name=out.name, done=chained(base.subgoals[k].done, out.condition),
+        sub = Subgoal(name=name, done=chained(base.subgoals[k].done, out.condition),
                       progress=out.progress, doc=f"staging the {meta.get('phase', '')} phase".strip())
         tp = _with(base, subgoals=[*base.subgoals[:k], sub, *base.subgoals[k:]],
                    **{k2: v for k2, v in meta.items() if k2 != "phase"})
