@@ -125,7 +125,11 @@ def _valid_draw(family: str, fam_i: int, split: str, i: int, pool: Any, space: s
         for a in range(start, start + 2):
             rng = np.random.default_rng([DEV_SEED, fam_i, SPLITS.index(split), i, a])
             values = fam.sample_factors(rng, ood=split == "ood", space=space)
-            cands.append(fam.make_scene(values, seed=DEV_SEED + 10_000 * SPLITS.index(split) + 100 * i + a))
+            seed = DEV_SEED + 10_000 * SPLITS.index(split) + 100 * i + a
+            try:  # a draw that cannot be built (no room for what the extended space places) is rejected
+                cands.append(fam.make_scene(values, seed=seed))
+            except ValueError:
+                continue
         checks = [pool.executor.submit(frozen._check, c.to_json()) for c in cands]
         ok = [c for c, f in zip(cands, checks, strict=True) if f.result()[0]]
         if ok:

@@ -58,6 +58,25 @@ def test_the_development_scenes_are_drawn_in_the_space_asked(tmp_path: Path) -> 
             assert bool(drawn & extension) is has_extension
 
 
+def test_a_draw_that_cannot_be_built_is_rejected_like_an_invalid_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sim.families import get_family
+
+    fam, real = get_family("pick_place"), get_family("pick_place").make_scene
+    calls: list[int] = []
+
+    def first_has_no_room(values: Any, seed: int = 0) -> Any:
+        calls.append(seed)
+        if len(calls) == 1:
+            raise ValueError("no free spot for an obstacle")
+        return real(values, seed=seed)
+
+    monkeypatch.setattr(fam, "make_scene", first_has_no_room)
+    scenes = update_dev.dev_scenes(["pick_place"], 1, tmp_path, _Accepting(), space="extended")
+    # two candidates a try: the first could not be built, the second is the scene; then two for `ood`
+    assert len(scenes) == 2 and scenes[0].load().seed == calls[1] and len(calls) == 4
+
+
 def test_the_table_keeps_recipes_apart() -> None:
     def cell(r: str, seed: int, id_: float) -> dict:
         return {"recipe": r, "seed": seed, "id": {"a": id_, "b": id_ + 10}, "ood": {"a": 0.0, "b": 2.0}}
