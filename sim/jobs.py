@@ -110,7 +110,7 @@ BATCH = 16
 def batches_of(jobs: list[EpisodeJob], size: int = BATCH) -> list[BatchJob] | None:
     """`jobs` as lockstep batches of `size` scenes in order, when they can run so: one policy factory that
     acts in many episodes at once (`batches()`), one step limit and recording, and scenes of one world that
-    runs batches (`sim.episode.batch_world`); None otherwise (run them one a job)."""
+    runs batches (`sim.episode.batch_world`); None otherwise (run them one episode per job)."""
     from sim.episode import batch_world
 
     if not jobs or isinstance(jobs[0].policy, str) or not hasattr(jobs[0].policy, "batches"):
@@ -166,7 +166,7 @@ def run_batches(pool: Any, jobs: list[BatchJob],
                 progress: Callable[[EpisodeResult], None] | None = None) -> list[EpisodeResult]:
     """Every batch on `pool`'s workers (in this process when it has none), the results of all their scenes
     in order; a batch that could not run (its worker lost) gives each of its scenes an error result. The
-    local pool's own `run` batches jobs itself, with a lost batch's jobs run again one a job."""
+    local pool's own `run` batches jobs itself, with a lost batch's jobs run again one job at a time."""
     starts = firsts(jobs)
     if not getattr(pool, "workers", 0):
         out = []

@@ -155,7 +155,7 @@ class EpisodePool(Pool):
         batches = batches_of(jobs) if batch else None
         if batches is not None:
             again = self._run_batches(batches, finish)
-            if again:  # a lost batch's jobs, one a job: the scheduler isolates a job that kills its worker
+            if again:  # a lost batch's jobs, one at a time: the scheduler isolates one that kills its worker
                 _Scheduler(self, [jobs[i] for i in again],
                            lambda r: finish(replace(r, index=again[r.index]))).loop()
         elif self.workers == 0:
@@ -193,7 +193,7 @@ class EpisodePool(Pool):
                 except Exception:  # noqa: BLE001 - BrokenProcessPool, or the batch could not be sent
                     lost.append(k)
             if lost:
-                if any(f not in done for f in running):
+                if running:  # the others in flight are stopped too, and their jobs run again
                     self._kill_workers()
                 wait(list(running))
                 for f, (k, _) in running.items():
