@@ -1,17 +1,17 @@
 """Answers the extended table's bootstrap recipe (issue #39, item 4; FINDINGS #43). The extended space's
-seed-0 bootstrap — the core table's recipe, 40 seed demonstrations per family and 1,500 SFT steps — starts
+seed-0 bootstrap — the core table's recipe, 20 seed demonstrations per family and 2,000 SFT steps — starts
 near the floor even in distribution (ID 14 % on `extended50`, the core's 77.5 % on `frozen50`). Is that the
 amount of data, or the policy? A development measurement, for choosing the extended table's recipe honestly.
 
-    python -m studies.extended_bootstrap_dev                              # 40 and 120 demonstrations, seed 0
-    python -m studies.extended_bootstrap_dev --recipes 40x1500,120x3000 --seeds 0,1
+    python -m studies.extended_bootstrap_dev                              # 20 and 60 demonstrations, seed 0
+    python -m studies.extended_bootstrap_dev --recipes 20x2000,120x2000 --seeds 0,1
 
 Each recipe `<demos>x<steps>` is the extended table's bootstrap (`experiments.table.cells.bootstrap_cell`:
 round 0 of its `sft` cell, seed scenes drawn from the extended space's seed distribution, expert
 demonstrations, SFT) with `seed_demos` and `learn.sft_steps` set, run with `agents.run` like a table cell (a
 killed study resumes). Its policy is scored on development scenes of the extended space —
 `studies.update_dev`'s draws from their own seed, `--per-split` per family in distribution and with every
-factor out — never on a frozen suite. The recipe the table already uses (40x1500) is the table's kept
+factor out — never on a frozen suite. The recipe the table already uses (20x2000) is the table's kept
 bootstrap where the seed has one, so it is scored, not trained again. Records land in
 `<results>/extended_bootstrap_dev/` (default runs/results/findings; the committed ones: `--results
 docs/results/findings`), and `extended_bootstrap_dev.md` is rebuilt from them.
@@ -101,8 +101,8 @@ def markdown(cells: Sequence[dict[str, Any]], command: str, per_split: int) -> s
 
 def main(argv: list[str] | None = None) -> int:
     ap = command_parser("studies.extended_bootstrap_dev", __doc__)
-    ap.add_argument("--recipes", type=comma_list(recipe), default=[(40, 1500), (120, 1500)],
-                    help="comma-separated <demos>x<steps> (default 40x1500,120x1500)")
+    ap.add_argument("--recipes", type=comma_list(recipe), default=[(20, 2000), (60, 2000)],
+                    help="comma-separated <demos>x<steps> (default 20x2000,60x2000: the table's and 3x)")
     ap.add_argument("--seeds", type=seed_list, default=[0], help="N (seeds 0..N-1) or a list (default 0,)")
     ap.add_argument("--per-split", type=int, default=25, help="development scenes per family and split")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "extended_bootstrap_dev", help="the runs")
