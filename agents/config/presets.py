@@ -28,8 +28,11 @@ PRESETS.register("smoke", RunConfig(
 # Two full CoDA rounds on two families on 2 CPU cores (what `make demo` runs with the local LLM). The
 # bootstrap SFT gets enough demonstrations to solve most in-distribution scenes, so rounds meet real
 # out-of-distribution failures and verification has successes to contrast with.
+# Its seed is 2, chosen so that `make demo` shows what the loop is for: over seeds 0–4 at b2fd223 a
+# validated diagnosis whose compiled pair is both the LLM's came in 2 of 5 (seeds 2 and 4; seed 0 validated
+# nothing; docs/results/demo/seeds_b2fd223/, docs/benchmarks.md). `--seed` runs any other.
 PRESETS.register("demo", RunConfig(
-    preset="demo", families=("pick_place", "stack_insert"), rounds=2, budget=4, held=1, max_arms=3,
+    preset="demo", seed=2, families=("pick_place", "stack_insert"), rounds=2, budget=4, held=1, max_arms=3,
     max_retries=2, seed_demos=40, diagnose_max=3, verify_n=12, eval_id=6, eval_ood=6, variants=2,
     rollout_max_steps=200,
     learn=LearnConfig(
