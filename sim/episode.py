@@ -34,9 +34,10 @@ def run_episode(spec: SceneSpec, policy: Policy | None = None, *, max_steps: int
 
 def batch_world(specs: Sequence[SceneSpec]) -> Any:
     """The one world of `specs` when it runs episodes in lockstep (`World.run_episodes`), else None."""
-    worlds = {world_of(spec).name for spec in specs}
-    world = world_of(specs[0]) if len(worlds) == 1 else None
-    return world if world is not None and world.run_episodes is not None else None
+    if len({world_of(spec).name for spec in specs}) != 1:
+        return None
+    world = world_of(specs[0])
+    return world if world.run_episodes is not None else None
 
 
 def run_episodes(specs: Sequence[SceneSpec], act: BatchPolicy, *, max_steps: int | None = None,

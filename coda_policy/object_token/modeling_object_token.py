@@ -180,14 +180,20 @@ class ObjectTokenPolicy(Checkpointed, nn.Module):
         self._scene = scene
         self._gen = torch.Generator().manual_seed(self.config.seed)
 
+    def _chunks(self, feats: list[dict[str, np.ndarray]], noise: Tensor | None = None,
+                generator: torch.Generator | None = None) -> list[np.ndarray]:
+        """The chunks to execute (config.execute, 7) for featurised observations, sampled in eval mode."""
+        was_training = self.training
+        self.eval()
+        chunks = self.sample_actions(to_device(collate(feats), module_device(self)), noise=noise,
+                                     generator=generator)
+        self.train(was_training)
+        return [ch[: self.config.execute].cpu().numpy().astype(np.float64) for ch in chunks]
+
     def select_action(self, obs: Observation) -> np.ndarray:
         """One action chunk (config.execute, 7) for an observation, to be executed open loop."""
         feats = featurize(obs, spec=self._scene, embedder=self.embedder, grounding=self.config.grounding)
-        was_training = self.training
-        self.eval()
-        chunk = self.sample_actions(to_device(collate([feats]), module_device(self)), generator=self._gen)[0]
-        self.train(was_training)
-        return chunk[: self.config.execute].cpu().numpy().astype(np.float64)
+        return self._chunks([feats], generator=self._gen)[0]
 
     def bind(self, scene: SceneSpec) -> Any:
         """`reset(scene)` and return `select_action`, i.e. a `sim.episode.Policy` for that scene."""
@@ -206,11 +212,7 @@ class ObjectTokenPolicy(Checkpointed, nn.Module):
                      for o, i in zip(observations, which, strict=True)]
             noise = torch.cat([torch.randn(1, c.chunk, c.action_dim, generator=gens[i]) * c.noise_scale
                                for i in which])
-            was_training = self.training
-            self.eval()
-            chunks = self.sample_actions(to_device(collate(feats), module_device(self)), noise=noise)
-            self.train(was_training)
-            return [ch[: c.execute].cpu().numpy().astype(np.float64) for ch in chunks]
+            return self._chunks(feats, noise=noise)
 
         return act
 
