@@ -145,9 +145,10 @@ def _room_in_init_policy(cfg: RunConfig) -> None:
     if limit is not None and limit < EXTENDED_MAX_OBJECTS:
         raise UsageError(
             f"the policy to start from ({cfg.learn.init_policy}) has room for {limit} object tokens, and "
-            f"a scene of the extended space can hold {EXTENDED_MAX_OBJECTS}: start from a policy trained in "
-            "the extended space (e.g. checkpoints/table1_extended/seed0_round_00.safetensors), or from "
-            "scratch with a preset that trains its bootstrap (--preset default)")
+            f"a scene of the extended space can hold {EXTENDED_MAX_OBJECTS}: raise its bound (the same "
+            f"weights) with `python -m coda_policy.convert {cfg.learn.init_policy} --max-objects "
+            f"{EXTENDED_MAX_OBJECTS} --out ROOMY.safetensors` and start from that, or from scratch with a "
+            "preset that trains its bootstrap (--preset default)")
 
 
 def _named_policy(name: str) -> Any:

@@ -125,11 +125,32 @@ def kept_bootstrap(results: Path, table: str, seed: int) -> Path | None:
 
 def table_bootstrap(preset: TablePreset, results: Path, seed: int) -> Path | None:
     """The seed's kept bootstrap policy for `preset`'s cells: its own table's (`kept_bootstrap`), else that
-    of the table it takes its bootstraps from (`TablePreset.bootstraps`)."""
+    of the table it takes its bootstraps from (`TablePreset.bootstraps`), and so on down that table's own."""
     kept = kept_bootstrap(results, boot_home(preset), seed)
     if kept is None and preset.bootstraps is not None:
-        kept = kept_bootstrap(results, preset.bootstraps, seed)
+        return table_bootstrap(lender(preset.bootstraps), results, seed)
     return kept
+
+
+def lender(table: str) -> TablePreset:
+    """The table preset whose files are named `table` (the one a `TablePreset.bootstraps` names)."""
+    from experiments.table.presets import TABLES
+
+    for name in TABLES.names():
+        p = TABLES.get(name)
+        if p.table == table and p.label is None:
+            return p
+    raise KeyError(f"no table preset writes {table}")
+
+
+def _room_needed(cfg: RunConfig, kept: Path) -> int | None:
+    """The cell's object-token bound when the kept policy's is lower (a core-space bootstrap starting an
+    extended-space table), else None."""
+    from coda_policy.checkpoint import read_meta
+
+    want = getattr(cfg.learn.policy, "max_objects", None)
+    have = read_meta(kept)["config"].get("max_objects")
+    return want if want is not None and have is not None and have < want else None
 
 
 def bootstrap_files(results: Path, table: str, seed: int) -> list[Path]:
@@ -152,6 +173,8 @@ def kept_bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: in
         return cfg, run
     home = boot_home(preset)
     kept = table_bootstrap(preset, results, seed)
+    if kept is not None and (room := _room_needed(cfg, kept)) is not None:
+        kept = _roomy_copy(preset, seed, kept, room, results)
     if kept is not None:
         learn = dataclasses.replace(cfg.learn, init_policy=str(kept.resolve()), sft_steps=0)
         return dataclasses.replace(cfg, learn=learn), run
@@ -162,6 +185,24 @@ def kept_bootstrap_cell(preset: TablePreset, seed: int, critic: str, workers: in
                            "would not match the seed's cells; "
                            "move the seed's records aside to run it again in full")
     return cfg, run
+
+
+def _roomy_copy(preset: TablePreset, seed: int, kept: Path, room: int, results: Path) -> Path:
+    """The lent bootstrap `kept` with its object-token bound raised to `room` (`coda_policy.convert.
+    with_room`: the same tensors), kept as this table's own bootstrap of the seed."""
+    from coda_policy.convert import with_room
+
+    dst = kept_dir(results, boot_home(preset)) / BOOT_POLICY.format(seed=seed)
+    with_room(kept, dst, room)
+    if dst.is_relative_to(pretrained.ROOT):
+        pretrained.record(dst, f"{kept.relative_to(ROOT) if kept.is_relative_to(ROOT) else kept} with "
+                          f"max_objects raised to {room} (`python -m coda_policy.convert {kept.name} "
+                          f"--max-objects {room}`), the seed-{seed} bootstrap of `python -m "
+                          f"experiments.table`'s {boot_home(preset)} cells at {provenance('')['commit']}",
+                          policy="object_token", raised_from={"sha256": sha256(kept)},
+                          record=str(Path("docs/results") / boot_home(preset) / "bootstrap"
+                                     / f"seed{seed}.json"))
+    return dst
 
 
 def keep_bootstrap(preset: TablePreset, seed: int, run: Path, results: Path) -> None:

@@ -74,3 +74,23 @@ def test_a_checkpoint_file_gets_the_mode_of_any_new_file(tmp_path):
     path = save_checkpoint(_ckpt(), tmp_path / "c.safetensors")
     assert path.stat().st_mode & 0o777 == (tmp_path / "plain").stat().st_mode & 0o777
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.safetensors", "plain"]  # no probe left
+
+
+def test_raising_the_object_bound_keeps_every_tensor_and_refuses_what_it_cannot(tmp_path, capsys):
+    from coda_policy import convert
+
+    ckpt = _ckpt()
+    ckpt["config"]["max_objects"] = 16
+    src = save_checkpoint(ckpt, tmp_path / "c.safetensors")
+    dst = convert.with_room(src, tmp_path / "roomy.safetensors", 20)
+    back = load_checkpoint(dst)
+    assert back["config"] == {**ckpt["config"], "max_objects": 20}
+    assert all(torch.equal(back["state_dict"][k], v) for k, v in ckpt["state_dict"].items())
+    assert read_meta(src)["config"]["max_objects"] == 16  # the source is left alone
+    with pytest.raises(ValueError, match="lowering the bound"):
+        convert.with_room(dst, tmp_path / "small.safetensors", 8)
+    assert convert.main([str(tmp_path / "none.safetensors"), "--max-objects", "20", "--out",
+                         str(tmp_path / "x.safetensors")]) == 2
+    no_bound = save_checkpoint(_ckpt(), tmp_path / "pi.safetensors")
+    assert convert.main([str(no_bound), "--max-objects", "20", "--out", str(tmp_path / "y.safetensors")]) == 2
+    assert "not an object-token policy" in capsys.readouterr().err

@@ -275,3 +275,29 @@ def test_the_committed_records_find_their_converted_bootstraps() -> None:
         rec = results / "table1" / "bootstrap" / f"seed{seed}.json"
         old = json.loads(rec.read_text())["bootstrap_sha256"]
         assert old != record.sha256(kept) and pretrained.canonical_sha256(old) == record.sha256(kept)
+
+
+def test_the_extended_table_starts_from_the_core_bootstrap_with_room_for_its_objects(tmp_path: Path) -> None:
+    """A table whose policy has room for more object tokens than the lent bootstrap (the extended table from
+    the core table's) starts from a copy with the bound raised — the same tensors — kept as its own."""
+    from coda_policy import pretrained
+    from coda_policy.checkpoint import load_checkpoint, split
+
+    results = tmp_path / "results"
+    lent = results / "table1_core" / "bootstrap" / "seed0.json"
+    lent.parent.mkdir(parents=True)
+    lent.write_text(json.dumps({"bootstrap_sha256": record.sha256(pretrained.SEED_SFT_4FAM)}))
+    ext = presets.TABLES.get("extended")
+    assert table_cells.lender(ext.bootstraps) is presets.TABLES.get("core")
+    cfg, _ = table_cells.kept_bootstrap_cell(ext, 0, "rules", 1, tmp_path / "out", results)
+    own = results / "table1_extended" / "bootstrap" / "seed0_round_00.safetensors"
+    assert cfg.learn.init_policy == str(own.resolve()) and cfg.learn.sft_steps == 0
+    was, now = load_checkpoint(pretrained.SEED_SFT_4FAM), load_checkpoint(own)
+    assert (was["config"]["max_objects"], now["config"]["max_objects"]) == (16, 20)
+    a, b = split(was)[0], split(now)[0]
+    assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
+    assert table_cells.table_bootstrap(ext, results, 0) == own  # its own from now on
+    # the core table itself needs no room: it starts from the lent policy as it is
+    cfg, _ = table_cells.kept_bootstrap_cell(presets.TABLES.get("core"), 0, "rules", 1, tmp_path / "o2",
+                                             results)
+    assert cfg.learn.init_policy == str(pretrained.SEED_SFT_4FAM.resolve())
