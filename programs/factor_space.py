@@ -168,7 +168,7 @@ def band_edit(ref: FactorDef, value: float, side: int, *, band: float, allow_ood
     if ref.type == "int":
         return int(min(max(round(value), lo), hi))
     rlo, rhi = ref.range  # type: ignore[misc]
-    w = rhi - rlo
+    w = span(ref)
     if side > 0:
         if hi <= rhi:  # the ID bound: out to it
             return (_round(min(max(value, hi - widest * w), hi - band * w)), _round(hi))
@@ -178,6 +178,14 @@ def band_edit(ref: FactorDef, value: float, side: int, *, band: float, allow_ood
         return (_round(lo), _round(max(min(value, lo + widest * w), lo + band * w)))
     end = max(min(value, hi), lo + band * w)
     return (_round(max(lo, end - widest * w)), _round(end))
+
+
+def span(ref: FactorDef) -> float:
+    """The width edits of a number factor are measured in: its ID range's, or for a point range (an
+    extended factor whose seed distribution is its default) its OOD range's."""
+    rlo, rhi = ref.range  # type: ignore[misc]
+    olo, ohi = ref.ood_range or ref.range  # type: ignore[misc]
+    return rhi - rlo if rhi > rlo else ohi - olo
 
 
 def _round(x: float) -> float:
@@ -207,8 +215,9 @@ def side_edit(ref: FactorDef, side: str | None, values: Sequence[str], *, band: 
         raise ProgramRejected(f"factor {ref.name!r}: a mode without a side needs a diagnosis edit")
     lo, hi = bounds(ref, allow_ood)
     rlo, rhi = ref.range  # type: ignore[misc]
-    w = band * (rhi - rlo)
-    a, b = (rhi - w, min(rhi + w, hi)) if side == "high" else (max(rlo - w, lo), rlo + w)
+    w = band * span(ref)
+    inner = w if rhi > rlo else 0.0  # a point range's band starts at the point and goes out
+    a, b = (rhi - inner, min(rhi + w, hi)) if side == "high" else (max(rlo - w, lo), rlo + inner)
     if ref.type == "int":
         return (int(round(a)), int(round(b)))
     return (float(f"{a:.6g}"), float(f"{b:.6g}"))
@@ -245,8 +254,8 @@ def magnitude(ref: FactorDef, value: EditValue) -> tuple[float, float]:
         return (0.5 if all(v in (ref.choices or ()) for v in vals) else 1.5), 0.0
     centre, half = _centre_half(ref)
     lo, hi = (value if isinstance(value, tuple | list) else (value, value))
-    if half <= 0:
-        return 0.0, 0.0
+    if half <= 0:  # a point range: how far out, in the units `FactorDef.position` reads; no band to match
+        return ref.position((float(lo) + float(hi)) / 2), 0.0
     return ((float(lo) + float(hi)) / 2 - centre) / half, (float(hi) - float(lo)) / (2 * half)
 
 
@@ -278,7 +287,10 @@ def variant_sides(f: FactorDef) -> list[Any]:
     "low"/"high" for a number."""
     if f.type == "choice":
         return list(f.ood_choices or f.choices or ())
-    return ["low", "high"]
+    lo, hi = f.range  # type: ignore[misc]
+    olo, ohi = f.ood_range or f.range  # type: ignore[misc]
+    # a side with neither an OOD part nor an ID range to take a third of would move nothing
+    return [side for side, room in (("low", olo < lo), ("high", ohi > hi)) if room or hi > lo]
 
 
 def variant_edit(f: FactorDef, side: Any) -> EditValue:
@@ -300,14 +312,18 @@ def variant_edit(f: FactorDef, side: Any) -> EditValue:
 
 def widened_range(f: FactorDef, widen: float) -> tuple[float, float] | None:
     """Domain randomization: `f`'s ID range widened by `widen` × its width on each side, within its OOD
-    range (the physically meaningful limits the schema declares); None for a choice, a point range, or
-    no change."""
-    if f.type == "choice" or f.range is None or f.range[1] <= f.range[0]:
+    range (the physically meaningful limits the schema declares); a point range (the extended space's
+    factors, whose seed distribution is the core scene) widened by `widen` × its OOD part on each side.
+    None for a choice or no change."""
+    if f.type == "choice" or f.range is None:
         return None
     lo, hi = f.range
     olo, ohi = f.ood_range or f.range
-    w = (hi - lo) * widen
-    new = (max(olo, lo - w), min(ohi, hi + w))
+    if hi > lo:
+        w = (hi - lo) * widen
+        new = (max(olo, lo - w), min(ohi, hi + w))
+    else:
+        new = (lo - (lo - olo) * widen, hi + (ohi - hi) * widen)
     if f.type == "int":
         new = (round(new[0]), round(new[1]))
     return None if tuple(new) == (lo, hi) else new
@@ -332,7 +348,9 @@ def mapped_value(src: FactorDef, value: EditValue, dst: FactorDef, *, allow_ood:
     lo, hi = bounds(dst, allow_ood)
 
     def carry(x: Any) -> float:
-        t = 0.5 if shi <= slo else (float(x) - slo) / (shi - slo)
+        if shi <= slo:  # a point range (the extension's factors, the same in every family): the offset
+            return min(max(dlo + float(x) - slo, lo), hi)
+        t = (float(x) - slo) / (shi - slo)
         return min(max(dlo + t * (dhi - dlo), lo), hi)
 
     if isinstance(value, tuple | list):

@@ -4,6 +4,7 @@ importing MuJoCo."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import numpy as np
@@ -83,6 +84,10 @@ class FactorDef(BaseModel):
             pool = self.ood_choices if ood and self.ood_choices else self.choices
             return pool[int(rng.integers(len(pool)))]
         lo, hi = self.range
+        if ood and self.has_ood and self.type == "int":  # a whole number outside the range, each as likely
+            (olo, ohi) = self.ood_range
+            shell = [k for k in range(math.ceil(olo), math.floor(ohi) + 1) if not lo <= k <= hi]
+            return shell[int(rng.integers(len(shell)))]
         if ood and self.has_ood:
             (olo, ohi) = self.ood_range
             left, right = lo - olo, ohi - hi  # the two shells outside the in-distribution range
@@ -91,6 +96,21 @@ class FactorDef(BaseModel):
         else:
             x = rng.uniform(lo, hi)
         return int(round(x)) if self.type == "int" else float(x)
+
+    def position(self, value: float) -> float:
+        """Where number `value` sits: −1 at the low end of the ID range, 0 at its centre, +1 at the high
+        end, |p| > 1 outside. A point range (an extended factor whose seed distribution is its default)
+        has no width to measure in: 0 at the point, else ±(1 + the distance over the OOD part on that
+        side), so every value off the point reads as outside, as it is."""
+        lo, hi = self.range or (value, value)
+        if hi > lo:
+            return (float(value) - (lo + hi) / 2) / ((hi - lo) / 2)
+        d = float(value) - lo
+        if d == 0:
+            return 0.0
+        olo, ohi = self.ood_range or (lo, hi)
+        extent = (ohi - hi) if d > 0 else (lo - olo)
+        return math.copysign(1.0 + abs(d) / (extent if extent > 0 else 1.0), d)
 
     def problem(self, value: Any) -> str | None:
         """Why `value` cannot be this factor's value (None when it can): a choice outside the in-distribution

@@ -3,8 +3,8 @@ the policy shrugs off and a few of which it does not"). A development measuremen
 
     python -m studies.extension_kinds --policy checkpoints/seed_sft_4fam.safetensors --label core_seed0
 
-The scenes are `studies.extended_bootstrap_dev`'s development scenes of the extended space, in distribution
-(`--per-split` per family; drawn there, or here when missing): each scene is built again with the
+The scenes are development scenes of the extended space (`studies.update_dev.dev_scenes`, their own seed;
+`--per-split` per family, cached under the extension's `DIGEST`): each scene is built again with the
 extension's factors of one kind (`sim.extension.EXTENSION`'s `kind`: distractors, obstacles, the arm's
 start, actuation noise, …) as drawn and every other extension factor at its default — so `none` is the core
 scene and `all` the drawn one. A draw that cannot be built with one kind alone is left out of that row. The
@@ -42,27 +42,29 @@ def kinds() -> list[str]:
     return list(dict.fromkeys(kind_of(f) for f in EXTENSION))
 
 
-def with_kind(scene: Any, kind: str) -> Any:
-    """`scene` built again with only `kind`'s extension factors as drawn (`none`: none, `all`: every one);
-    ValueError when it cannot be laid out."""
+def with_kind(scene: Any, kind: str, source: Any = None) -> Any:
+    """`scene` built again with only `kind`'s extension factors as drawn in `source` (default: `scene`
+    itself; `none`: none, `all`: every one) and the rest at their defaults; ValueError when it cannot be
+    laid out."""
     from sim.extension import EXTENSION
     from sim.families import get_family
 
     keep = {f["name"] for f in EXTENSION if kind == "all" or kind_of(f) == kind}
     defaults = {f["name"]: f["default"] for f in EXTENSION}
-    factors = {g: {k: (v if k not in defaults or k in keep else defaults[k]) for k, v in vals.items()}
-               for g, vals in scene.factors.items()}
+    drawn = {k: v for vals in (source or scene).factors.values() for k, v in vals.items() if k in defaults}
+    factors = {g: {k: (v if k not in defaults else drawn[k] if k in keep else defaults[k])
+                   for k, v in vals.items()} for g, vals in scene.factors.items()}
     return get_family(scene.family).make_scene(factors, seed=scene.seed)
 
 
-def rows(scenes: Sequence[Any]) -> dict[str, list[Any]]:
-    """Each kind's scenes (and `none`, `all`)."""
+def rows(scenes: Sequence[Any], sources: Sequence[Any] | None = None) -> dict[str, list[Any]]:
+    """Each kind's scenes (and `none`, `all`), the kind's values from `sources` (default: the scenes)."""
     out: dict[str, list[Any]] = {}
     for kind in ("none", *kinds(), "all"):
         built = []
-        for s in scenes:
+        for s, src in zip(scenes, sources or scenes, strict=True):
             try:
-                built.append(with_kind(s, kind))
+                built.append(with_kind(s, kind, src))
             except ValueError:
                 continue
         out[kind] = built
@@ -86,19 +88,24 @@ def score(policy: Path, by_kind: dict[str, list[Any]], seed: int, pool: Any) -> 
     return out
 
 
-def markdown(records: Sequence[dict[str, Any]], command: str) -> str:
-    labels = [r["label"] for r in records]
+def markdown(records: Sequence[dict[str, Any]]) -> str:
     order = list(records[0]["kinds"]) if records else []
-    body = [(f"`{k}`", *(f"{r['kinds'][k]['success']:.0f} ({r['kinds'][k]['n']})" for r in records))
-            for k in order]
-    head = ("extension factors as drawn", *(f"`{x}` success % (scenes)" for x in labels))
-    policies = "".join(f"- `{r['label']}`: `{r['policy']}` (sha256 {r['policy_sha256'][:12]}…)\n"
-                       for r in records)
+    body = [(f"`{k}`", *(f"{r['kinds'][k]['success']:.0f} ({r['kinds'][k]['n']})" if k in r["kinds"] else "–"
+                         for r in records)) for k in order]
+    head = ("extension factors as drawn",
+            *(f"`{r['label']}` on {r.get('base', 'id')} scenes, kinds from {r.get('kinds_from', 'id')}: "
+              "success % (scenes)" for r in records))
+    policies = "".join(f"- `{r['label']}`: `{r['policy']}` (sha256 {r['policy_sha256'][:12]}…); "
+                       + (f"extension `{r['extension']}`" if "extension" in r else
+                          "the extension as first declared (its seed distribution held nuisances; before "
+                          "FINDINGS #47)")
+                       + (f"; `{r['command']}`" if "command" in r else "") + "\n" for r in records)
     return ("\n".join(md_table(head, body))
-            + "\n\nDevelopment scenes of the extended space in distribution "
-              "(`studies.extended_bootstrap_dev`'s), each rebuilt with one kind of the extension's factors "
-              "as drawn and the rest at their defaults (`none`: the core scene). Never a frozen suite.\n\n"
-            + policies + f"\nCommand: `{command}`\n")
+            + "\n\nDevelopment scenes of the extended space (`studies.update_dev`'s seed; `id`: in "
+              "distribution, `ood`: every factor from its out-of-distribution shell), each rebuilt with one "
+              "kind of the extension's factors as drawn in the `kinds from` split's scene of the same index "
+              "and the rest at their defaults (`none`: the core scene). Never a frozen suite.\n\n"
+            + policies)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,9 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-split", type=int, default=25, help="development scenes per family")
     ap.add_argument("--seed", type=int, default=0, help="the policy's sampling seed")
     ap.add_argument("--workers", type=worker_count, default=2)
-    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "extended_bootstrap_dev",
-                    help="where the development scenes are cached (extended_bootstrap_dev's --out)")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "extension_kinds",
+                    help="where the development scenes are cached")
     ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--base", choices=("id", "ood"), default="id",
+                    help="the development split whose scenes are rebuilt (ood: every core factor out of "
+                         "distribution)")
+    ap.add_argument("--kinds-from", choices=("id", "ood"), default=None,
+                    help="the split whose draws give the kind's values (default: --base; ood: each "
+                         "extension factor from its out-of-distribution shell)")
     a = ap.parse_args(argv)
     if not a.policy.is_file():
         ap.error(f"--policy {a.policy}: no such checkpoint")
@@ -118,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--label {a.label!r}: letters, digits, _ and - only")
     if a.per_split < 1:
         ap.error("--per-split must be >= 1")
+    from sim.extension import DIGEST
     from sim.pool import EpisodePool
     from studies.update_dev import dev_scenes
 
@@ -127,15 +141,19 @@ def main(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with EpisodePool(a.workers) as pool:
-        dev = dev_scenes(FAMILIES, a.per_split, a.out / f"dev_scenes_n{a.per_split}", pool, space="extended")
-        by_kind = rows([d.load() for d in dev if d.split == "id"])
+        dev = dev_scenes(FAMILIES, a.per_split, a.out / f"dev_scenes_n{a.per_split}_{DIGEST}", pool,
+                         space="extended")
+        src = a.kinds_from or a.base
+        by_kind = rows([d.load() for d in dev if d.split == a.base],
+                       [d.load() for d in dev if d.split == src])
         res = score(a.policy, by_kind, a.seed, pool)
     rec = {"label": a.label, "policy": str(a.policy), "policy_sha256": sha256(a.policy), "seed": a.seed,
-           "per_split": a.per_split, "kinds": res, "wall_s": round(time.perf_counter() - t0, 1),
+           "per_split": a.per_split, "command": command, "extension": DIGEST, "base": a.base,
+           "kinds_from": src, "kinds": res, "wall_s": round(time.perf_counter() - t0, 1),
            "code_commit": provenance("")["commit"]}
     (folder / f"{a.label}.json").write_text(json.dumps(rec, indent=1) + "\n")
     records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
-    (a.results / "extension_kinds.md").write_text(markdown(records, command))
+    (a.results / "extension_kinds.md").write_text(markdown(records))
     print((a.results / "extension_kinds.md").read_text())
     return 0
 

@@ -293,10 +293,7 @@ def answer_to_diagnosis(out: BaseModel, sm: FailureSummary, program: GenerationP
 
 
 def _position(ref: FactorDef, value: Any) -> float:
-    if ref.type == "choice" or not ref.range or ref.range[1] <= ref.range[0]:
-        return 0.0
-    lo, hi = ref.range
-    return (float(value) - (lo + hi) / 2) / ((hi - lo) / 2)
+    return 0.0 if ref.type == "choice" or not ref.range else ref.position(value)
 
 
 def llm_id(llm: LLM) -> str:

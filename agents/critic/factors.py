@@ -64,8 +64,7 @@ def read_factor(f: FactorDef, value: Any) -> FactorReading:
         return FactorReading(name=f.name, group=f.group, type=f.type, value=value, id_range=rng,
                              position=pos, note=note)
     lo, hi = f.range or (value, value)
-    half = (hi - lo) / 2
-    pos = 0.0 if half <= 0 else (float(value) - (lo + hi) / 2) / half
+    pos = f.position(value)
     side = "high" if pos > 0 else "low"
     note = (f"outside the ID range ({side})" if abs(pos) > 1.0 + 1e-6
             else f"at the {side} edge of its range" if abs(pos) >= 0.75 else "")

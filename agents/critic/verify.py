@@ -167,8 +167,9 @@ def control_edit(diagnosis: Diagnosis, program: GenerationProgram, rng: np.rando
     value = diagnosis.edit.get(diagnosis.factor)
     if value is None:
         raise ValueError(f"diagnosis {diagnosis.id} has no edit of its factor {diagnosis.factor!r}")
-    offset, width = magnitude(reference(program, diagnosis.factor), value)
-    if width == 0.0 and reference(program, diagnosis.factor).type == "choice":
+    ref = reference(program, diagnosis.factor)
+    offset, width = magnitude(ref, value)
+    if width == 0.0 and (ref.type == "choice" or ref.range[1] <= ref.range[0]):  # no band of its own
         width = config.critic.band / 2
     name = pick_control(diagnosis, program, rng, config)
     return name, matched_edit(reference(program, name), offset, width, rng, config.critic.allow_ood)

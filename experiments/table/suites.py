@@ -7,14 +7,20 @@ every one), stored as scene files with their SHA-256 in a manifest, one folder p
                                              suites from issue #39 on
     recheck50  experiments/table/recheck50/  50 per family and split, never read by a table: it re-checks a
                                              choice made after seeing frozen50's numbers, and says so
-    extended50 experiments/table/extended50/ 50 per family and split of the extended space (issue #39: the
-                                             families' factors and `sim.extension`'s); its `ood` split moves
-                                             every factor, nuisance ones included, into its OOD shell
+    extended50b experiments/table/extended50b/ 50 per family and split of the extended space (issue #39:
+                                             the families' factors and `sim.extension`'s, whose seed
+                                             distribution is the core scene): `id` and `instruction` are
+                                             core scenes, `ood_single` moves one of 35-41 factors, `ood` every
+                                             factor, nuisance ones included, into its OOD shell. It replaced
+                                             `extended50` (drawn while the extension's seed distribution
+                                             held distractors, clutter and noise; read by two bootstrap
+                                             records only, FINDINGS #47; in git history before 2026-12-06)
 
     id           in distribution
     ood_single   in distribution except one spatial or attribute factor, moved into its out-of-distribution
                  shell (the paper's spatial shift / size change / target replacement variants); the moved
-                 factor cycles through the family's movable factors that have an OOD part
+                 factor cycles through the family's movable factors that have an OOD part (in the extended
+                 space the extension's counts too)
     ood          every factor out of distribution
     instruction  in-distribution scenes whose instruction is put in a framing the family templates never
                  produce ("could you ...?", "your task: ...", ...): a wording shift, weaker than the paper's
@@ -66,7 +72,7 @@ class SuiteSet:
 SETS = {s.name: s for s in (SuiteSet("frozen10", "suites", 7_340_000, 10),
                             SuiteSet("frozen50", "suites50", 7_400_000, 50),
                             SuiteSet("recheck50", "recheck50", 7_450_000, 50),
-                            SuiteSet("extended50", "extended50", 7_500_000, 50, "extended"))}
+                            SuiteSet("extended50b", "extended50b", 7_550_000, 50, "extended"))}
 DEFAULT_SET = "frozen10"
 SUITE_SEED = SETS[DEFAULT_SET].seed
 
@@ -101,8 +107,12 @@ class SuiteScene:
 
 
 def _movable_ood(fam: Any, space: str = "core") -> list[Any]:
-    """Spatial and attribute factors of `space` an `ood_single` scene can move: they have an OOD part."""
-    return [f for f in fam.schema(space) if f.group in ("spatial", "attribute") and f.has_ood]
+    """Factors of `space` an `ood_single` scene can move: spatial and attribute ones with an OOD part, and
+    the extension's counts (distractors, obstacles, clutter: task factors, but nuisances of the scene)."""
+    from sim.extension import EXTENSION_NAMES
+
+    return [f for f in fam.schema(space)
+            if f.has_ood and (f.group in ("spatial", "attribute") or f.name in EXTENSION_NAMES)]
 
 
 def draw(family: str, split: str, i: int, attempt: int, set_name: str = DEFAULT_SET) -> Any:

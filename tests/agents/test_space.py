@@ -45,7 +45,7 @@ def test_the_cli_chooses_the_space():
 
 def test_the_policy_of_an_extended_run_takes_every_object_a_scene_can_hold():
     """The object-token policy refuses a scene with more object tokens than `max_objects` (16 by default);
-    an `ood` scene of the extended50 suites holds 17 (put_inside: its own 5 and the extension's), which
+    an `ood` scene of the first extended suites held 17 (put_inside: its own 5 and the extension's), which
     stopped the first extended table at its bootstrap's evaluation. An extended run's policy has room for
     the most the extension can add; a config without it is refused before anything runs."""
     import torch
@@ -64,7 +64,7 @@ def test_the_policy_of_an_extended_run_takes_every_object_a_scene_can_hold():
     cfg = cell_config(TABLES.get("extended"), "coda", 0, "rules", 1)
     assert cfg.learn.policy.max_objects == EXTENDED_MAX_OBJECTS
     assert cell_config(TABLES.get("core"), "coda", 0, "rules", 1).learn == get_preset("default").learn
-    scene = Path(__file__).parents[2] / "experiments/table/extended50/put_inside/ood/24_335375d0de14.json"
+    scene = Path(__file__).parent / "fixtures" / "put_inside_17_tokens.json"  # the first extended suites
     spec = SceneSpec.model_validate_json(scene.read_text())
     feats = featurize(SimEnv(spec).state(), spec=spec)
     assert len(feats["objects"]) == 17

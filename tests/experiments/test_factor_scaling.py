@@ -14,13 +14,14 @@ from sim.extension import EXTENDED_MAX_OBJECTS
 def _cell(folder: Path, method: str, seed: int, ood: float) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     rec = {"method": method, "seed": seed, "ood": {"a": ood, "b": ood}, "id": {"a": 80.0, "b": 80.0},
+           "ood_single": {"a": 2 * ood, "b": 2 * ood},
            "bootstrap_sha256": f"b{seed}", "bootstrap_shared": True}
     (folder / f"{method}_seed{seed}.json").write_text(json.dumps(rec))
 
 
 def test_each_space_is_its_own_table_with_about_three_times_the_factors() -> None:
     core, ext = TABLES.get("core"), TABLES.get("extended")
-    assert (core.suite, ext.suite) == ("frozen50", "extended50") and ext.overrides["space"] == "extended"
+    assert (core.suite, ext.suite) == ("frozen50", "extended50b") and ext.overrides["space"] == "extended"
     # the same table but for the space and the policy's room for its objects (`room_for_space`)
     assert {k: v for k, v in ext.overrides.items() if k not in ("space", "learn")} == core.overrides
     assert "learn" not in core.overrides and ext.overrides["learn"].policy.max_objects == EXTENDED_MAX_OBJECTS
@@ -34,11 +35,15 @@ def test_the_table_pairs_coda_with_uniform_and_learnability_in_each_space(tmp_pa
         _cell(tmp_path / "table1_extended", "coda", seed, 15.0 + 2 * seed)
         _cell(tmp_path / "table1_extended", "uniform", seed, 5.0 + seed)
     table = fs.write(tmp_path, "cmd")
-    core, ext = table["spaces"]["core"], table["spaces"]["extended"]
+    core, ext = table["spaces"]["core"]["splits"]["ood"], table["spaces"]["extended"]["splits"]["ood"]
     assert core["coda_minus"]["uniform"]["mean"] == 1.0 and core["coda_minus"]["learnability"] is None
     assert ext["coda_minus"]["uniform"]["diffs"] == [10.0, 11.0, 12.0]
-    assert ext["methods"]["coda"]["avg_ood"]["mean"] == 17.0 and "sft" not in ext["methods"]
+    assert ext["methods"]["coda"]["mean_se"]["mean"] == 17.0 and "sft" not in ext["methods"]
+    single = table["spaces"]["extended"]["splits"]["ood_single"]
+    assert single["coda_minus"]["uniform"]["diffs"] == [20.0, 22.0, 24.0]  # read on its own split
+    factors = table["spaces"]["extended"]["factors"]
     md = (tmp_path / "factor_scaling.md").read_text()
-    assert f"| `extended` | {ext['factors']} | `extended50` | 17.0 ± 1.1 | 6.0 ± 0.6 | – | – | – |" in md
-    assert ext["factors"] == round(fs.factors_per_family("extended"), 1)
+    assert f"| `extended` | {factors} | `extended50b` | `ood` | 17.0 ± 1.1 | 6.0 ± 0.6 | – | – | – |" in md
+    assert f"| `extended` | {factors} | `extended50b` | `ood_single` | 34.0 ± 2.3 | 12.0 ± 1.1 |" in md
+    assert factors == round(fs.factors_per_family("extended"), 1)
     assert "+11.0 ± 0.6" in md and (tmp_path / "factor_scaling.png").stat().st_size > 1000

@@ -45,3 +45,32 @@ def test_domain_randomization_draws_every_declared_choice() -> None:
     rng = np.random.default_rng(0)
     drawn = {dr.factor("target").sample(rng) for _ in range(200)}
     assert drawn == {*fam.factor("target").choices, *fam.factor("target").ood_choices}
+
+
+def test_edits_of_a_point_range_factor_move_off_the_point():
+    """The extension's point-range factors (seed distribution: the default): variants move them only
+    where their OOD part lies, domain randomization widens them into it, edits are measured in its width,
+    and carrying an edit to another family keeps the value (the factor is the same everywhere)."""
+    from programs.factor_space import (
+        band_edit,
+        magnitude,
+        mapped_value,
+        side_edit,
+        variant_edit,
+        variant_sides,
+        widened_range,
+    )
+    from sim.families import get_family
+
+    count = get_family("pick_place").factor("distractor_count")
+    grip = get_family("pick_place").factor("gripper_init")  # (1, 1); OOD part below only
+    assert variant_sides(count) == ["high"] and variant_sides(grip) == ["low"]
+    assert variant_edit(count, "high") == (2, 4)
+    assert widened_range(count, 0.5) == (0, 2) and widened_range(grip, 0.5) == (0.5, 1.0)
+    height = get_family("stack_insert").factor("table_height")
+    lo, hi = band_edit(height, 0.05, 1, band=0.1, allow_ood=True)
+    assert lo <= 0.05 < hi and hi - lo > 0.01
+    assert side_edit(height, "high", [], band=0.25, allow_ood=True) == (0.0, 0.04)
+    assert magnitude(height, 0.04) == (1.5, 0.0)
+    assert mapped_value(count, (2, 4), get_family("articulated").factor("distractor_count"),
+                        allow_ood=True) == (2, 4)

@@ -214,3 +214,25 @@ def test_in_distribution_extended_scenes_pass_validity(family):
         spec = fam.sample_scene(seed, space="extended")
         report = check_scene(spec)
         assert report.ok, f"{family} seed {seed}: {report.message}"
+
+
+def test_the_extended_seed_distribution_is_the_core_scene_and_its_ood_draws_move_off_it():
+    """The extension's factors that change the scene have a point range at their default (the seed
+    distribution is the core scene, which the core-trained policy solves); OOD draws leave the point —
+    a count is a whole number outside it — and read as outside the range."""
+    from agents.critic.factors import read_factor
+
+    for family in OURS[:4]:
+        fam = get_family(family)
+        for seed in range(3):
+            spec = fam.make_scene(fam.sample_factors(np.random.default_rng(seed), space="extended"), seed)
+            core = fam.make_scene(fam.sample_factors(np.random.default_rng(seed)), seed)
+            assert _bare(spec) == _bare(core), family
+    count = get_family("pick_place").factor("distractor_count")
+    assert count.range == (0.0, 0.0)
+    draws = {count.sample(np.random.default_rng(i), ood=True) for i in range(200)}
+    assert draws == {1, 2, 3, 4}
+    height = get_family("pick_place").factor("table_height")
+    assert height.position(0.0) == 0.0 and height.position(0.04) == 1.5 and height.position(-0.08) == -2.0
+    assert read_factor(height, 0.04).note == "outside the ID range (high)"
+    assert read_factor(count, 3).position > 1.0

@@ -19,7 +19,7 @@ DEFAULTS = {f["name"]: f["default"] for f in EXTENSION}
 def _drawn() -> object:
     fam = get_family("pick_place")
     for seed in range(50):  # a draw with distractors and an arm start off its default
-        values = fam.sample_factors(np.random.default_rng(seed), space="extended")
+        values = fam.sample_factors(np.random.default_rng(seed), ood=True, space="extended")
         flat = fam.flat(values)
         if flat["distractor_count"] > 0 and flat["ee_x"] != 0.0:
             return fam.make_scene(values, seed=seed)
@@ -40,6 +40,16 @@ def test_one_kind_is_kept_as_drawn_and_the_rest_at_defaults() -> None:
             {k: v for k, v in drawn.items() if k not in DEFAULTS}  # the core factors untouched
     assert kind["distractor_dist"] == "distractor"  # placement goes with what it places
     assert len(study.with_kind(scene, "distractor").objects) > len(study.with_kind(scene, "none").objects)
+
+
+def test_a_kind_can_take_its_values_from_another_draw() -> None:
+    fam, scene = get_family("pick_place"), _drawn()
+    base = fam.make_scene(fam.sample_factors(np.random.default_rng(999), space="extended"), seed=999)
+    got = fam.flat(study.with_kind(base, "distractor", scene).factors)
+    drawn, own = fam.flat(scene.factors), fam.flat(base.factors)
+    assert got["distractor_count"] == drawn["distractor_count"] > 0 and got["ee_x"] == DEFAULTS["ee_x"]
+    assert {k: v for k, v in got.items() if k not in DEFAULTS} == \
+        {k: v for k, v in own.items() if k not in DEFAULTS}  # the base scene's own core factors
 
 
 @pytest.mark.parametrize("args", [["--policy", "no.safetensors", "--label", "x"],
