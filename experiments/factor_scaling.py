@@ -69,8 +69,70 @@ def aggregate(results: Path) -> dict[str, Any]:
                 "coda_minus": {m: paired(read, m, base="coda", per_split=preset.per_split or 10)
                                for m in CONTRASTS}}
         out[space] = {"factors": round(factors_per_family(space), 1), "suite": preset.suite,
-                      "table": preset.table, "splits": splits}
+                      "table": preset.table, "splits": splits, "by_kind": by_kind(results, space)}
     return {"spaces": out}
+
+
+def moved_kind(scene: Any, space: str) -> str:
+    """What an `ood_single` scene moved: the extension kind of its one factor outside the ID range
+    (placement folded into what it places: `distractor_pos` → `distractor`), or "core" for a family's own."""
+    from sim.extension import EXTENSION_NAMES
+    from sim.families import get_family
+
+    fam = get_family(scene.family)
+    flat = fam.flat(scene.factors)
+    moved = [f for f in fam.schema(space) if not f.contains(flat[f.name])]
+    if len(moved) != 1:
+        raise ValueError(f"an ood_single scene moves one factor; this one moves {[f.name for f in moved]}")
+    f = moved[0]
+    return str(f.kind).removesuffix("_pos") if f.name in EXTENSION_NAMES else "core"
+
+
+def by_kind(results: Path, space: str) -> dict[str, Any]:
+    """`ood_single` success by the kind of factor each scene moved, per method (every seed's episodes
+    pooled) and for the seeds' bootstraps: `{"kinds": {kind: scenes}, "rows": {method: {kind: [successes,
+    episodes]}}}`, from the records that carry their episodes' outcomes (`cells.scene_outcomes`)."""
+    from experiments.table import suites as frozen
+    from experiments.table.cells import scene_outcomes
+
+    preset = TABLES.get(space)
+    folder = results / preset.table
+    if not folder.is_dir():
+        return {"kinds": {}, "rows": {}}
+    records = {m: list(c.values()) for m, c in load_cells(folder).items()}
+    boots = sorted((folder / "bootstrap").glob("seed*.json"))
+    records["bootstrap"] = [json.loads(p.read_text()) for p in boots]
+    kinds: dict[str, str] = {}
+    rows: dict[str, dict[str, list[int]]] = {}
+    for method, recs in records.items():
+        for rec in recs:
+            for path, ok in scene_outcomes(rec, "ood_single").items():
+                if path not in kinds:
+                    kinds[path] = moved_kind(frozen.SuiteScene(path, "", "", preset.suite).load(), space)
+                tally = rows.setdefault(method, {}).setdefault(kinds[path], [0, 0])
+                tally[0] += int(ok)
+                tally[1] += 1
+    counts: dict[str, int] = {}
+    for k in kinds.values():
+        counts[k] = counts.get(k, 0) + 1
+    return {"kinds": dict(sorted(counts.items())), "rows": rows}
+
+
+def kind_markdown(space: str, table: dict[str, Any]) -> str:
+    """The by-kind table of one space (empty when no record carries outcomes)."""
+    order = [m for m in ("bootstrap", *METHODS) if m in table["rows"]]
+    if not order:
+        return ""
+    body = []
+    for kind, n in table["kinds"].items():
+        cells = []
+        for m in order:
+            s, e = table["rows"][m].get(kind, (0, 0))
+            cells.append(f"{100 * s / e:.0f} ({e})" if e else "–")
+        body.append((f"`{kind}`", n, *cells))
+    head = ("factor moved", "suite scenes", *(f"{m}: success % (episodes)" for m in order))
+    return (f"**`{space}`: `ood_single` by the kind of factor each scene moves** (every seed's episodes "
+            "pooled; the bootstrap row: the seeds' starting policies)\n\n" + "\n".join(md_table(head, body)))
 
 
 def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
@@ -94,8 +156,9 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
              "number of seeds). The issue's targets: on the extended space CoDA − uniform ≥ +10 pp, and the "
              "gap growing with the size of the space.",
              f"Command: `{meta['command']}` · written at {meta['commit']} · {meta['versions']}"]
+    kinds = [kind_markdown(space, s["by_kind"]) for space, s in table["spaces"].items() if s.get("by_kind")]
     return "\n".join(md_table(head, rows)) + "\n\n![factor_scaling](factor_scaling.png)\n\n" + \
-        "\n\n".join(notes) + "\n"
+        "".join(k + "\n\n" for k in kinds if k) + "\n\n".join(notes) + "\n"
 
 
 def plot(table: dict[str, Any], path: Path) -> None:

@@ -41,6 +41,7 @@ PRETRAINED = pretrained.SEED_SFT_4FAM
 SHARED_BOOTSTRAP = ("scenes/round_00", "validity/round_00", "episodes/round_00", "programs/round_00",
                     "policy/round_00.safetensors", "train/round_00.json")
 BOOT_POLICY = "seed{seed}_round_00.safetensors"  # a kept bootstrap policy's file name
+SCENES = "_scenes"  # an evaluation's key for its episodes' outcomes (`evaluate`), a record's is "scenes"
 
 
 # ---- cells ------------------------------------------------------------------------------------------------
@@ -252,9 +253,10 @@ def seed_cell(cell: Path, boot: Path) -> None:
 
 # ---- evaluation on the frozen suites ----------------------------------------------------------------------
 def evaluate(policy: Path, scenes: Sequence[frozen.SuiteScene], seed: int, pool: EpisodePool,
-             max_steps: int | None) -> dict[str, dict[str, float]]:
+             max_steps: int | None, outcomes: bool = False) -> dict[str, Any]:
     """Success (%) of `policy` per family and split on `scenes` (the pool runs them in lockstep batches
-    where the policy allows: `EpisodePool.run`)."""
+    where the policy allows: `EpisodePool.run`); with `outcomes`, also each episode's under `SCENES`:
+    `{split: {family: "0110…"}}`, one character per scene in the order given (`scene_outcomes` reads it)."""
     from coda_policy.awr import SeededPolicy
     from sim.pool import EpisodeJob
 
@@ -265,7 +267,31 @@ def evaluate(policy: Path, scenes: Sequence[frozen.SuiteScene], seed: int, pool:
         if r.error is not None:
             raise RuntimeError(f"evaluation episode on {s.path} failed: {r.error}")
         acc[s.family][s.split].append(r.success)
-    return {f: {k: 100.0 * sum(v) / len(v) for k, v in splits.items()} for f, splits in acc.items()}
+    rates: dict[str, Any] = {f: {k: 100.0 * sum(v) / len(v) for k, v in splits.items()}
+                             for f, splits in acc.items()}
+    if outcomes:
+        rates[SCENES] = {split: {f: "".join("1" if ok else "0" for ok in acc[f][split])
+                                 for f in acc if split in acc[f]}
+                         for split in dict.fromkeys(s.split for s in scenes)}
+    return rates
+
+
+def scene_outcomes(record: dict[str, Any], split: str) -> dict[str, bool]:
+    """A record's episode outcomes on `split` by scene path (relative to its suite's folder), from the
+    `scenes` it carries (`evaluate(..., outcomes=True)`: the suite's first `per_split` scenes per family in
+    order); {} for a record written without them."""
+    bits = (record.get("scenes") or {}).get(split)
+    if not bits:
+        return {}
+    scenes = frozen.suite(list(bits), splits=(split,), per_split=record.get("per_split"),
+                          set_name=record.get("suite", frozen.DEFAULT_SET))
+    out = {}
+    for family, flags in bits.items():
+        these = [s for s in scenes if s.family == family]
+        if len(these) != len(flags):
+            raise ValueError(f"{family}/{split}: {len(flags)} outcomes for {len(these)} suite scenes")
+        out |= {s.path: c == "1" for s, c in zip(these, flags, strict=True)}
+    return out
 
 
 def first_per_split(scenes: Sequence[frozen.SuiteScene], n: int | None) -> list[frozen.SuiteScene]:
@@ -294,16 +320,18 @@ def evaluate_cell(cfg: RunConfig, run: Path, preset: TablePreset, pool: EpisodeP
         policy = run / "policy" / f"{key}.safetensors"
         split = frozen.SPLITS if r == cfg.rounds else (preset.curve_split,)
         n = preset.per_split if r == cfg.rounds or preset.curve_per_split is None else preset.curve_per_split
+        last = r == cfg.rounds  # the final policy's episodes are kept one by one (`scene_outcomes`)
         what = {"policy": sha256(policy), "seed": cfg.seed, "splits": list(split),
                 "families": list(cfg.families), "per_split": n, "max_steps": cfg.rollout_max_steps,
-                **({} if preset.suite == frozen.DEFAULT_SET else {"suite": preset.suite})}
+                **({} if preset.suite == frozen.DEFAULT_SET else {"suite": preset.suite}),
+                **({"outcomes": True} if last else {})}
         hit = shared / f"{hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]}.json" \
             if shared is not None else None
         if hit is not None and hit.exists():
             done[key] = json.loads(hit.read_text())
         else:
             these = first_per_split([s for s in scenes if s.split in split], n)
-            done[key] = evaluate(policy, these, cfg.seed, pool, cfg.rollout_max_steps)
+            done[key] = evaluate(policy, these, cfg.seed, pool, cfg.rollout_max_steps, outcomes=last)
             if hit is not None:
                 hit.parent.mkdir(parents=True, exist_ok=True)
                 hit.write_text(json.dumps(done[key]))
@@ -329,7 +357,7 @@ def bootstrap_record(preset: TablePreset, seed: int, critic: str, workers: int, 
     splits = {split: {f: evals[f][split] for f in cfg.families} for split in frozen.SPLITS}
     boot_sha = sha256(boot / "policy" / "round_00.safetensors")
     path.write_text(json.dumps({"seed": seed, "bootstrap_sha256": boot_sha, "suite": preset.suite,
-                                "per_split": preset.per_split, **splits, **took,
+                                "per_split": preset.per_split, **splits, "scenes": evals.get(SCENES), **took,
                                 "code_commit": provenance("")["commit"]}, indent=1) + "\n")
     return path
 

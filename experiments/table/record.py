@@ -92,6 +92,8 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
         "ood_single": {f: final[f]["ood_single"] for f in cfg.families},
         "instruction": {f: final[f]["instruction"] for f in cfg.families},
         "id": {f: final[f]["id"] for f in cfg.families},
+        # each final episode's outcome, per split and family in suite order (`cells.scene_outcomes`)
+        "scenes": final.get("_scenes"),
         # success on the generator's own distribution: the arms' measurement scenes after the last update
         "in": 100.0 * own[-1] if own else None,
         "curve": {k: {f: v[f] for f in cfg.families} for k, v in sorted(evals.items())},

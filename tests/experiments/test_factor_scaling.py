@@ -47,3 +47,21 @@ def test_the_table_pairs_coda_with_uniform_and_learnability_in_each_space(tmp_pa
     assert f"| `extended` | {factors} | `extended50b` | `ood_single` | 34.0 ± 2.3 | 12.0 ± 1.1 |" in md
     assert factors == round(fs.factors_per_family("extended"), 1)
     assert "+11.0 ± 0.6" in md and (tmp_path / "factor_scaling.png").stat().st_size > 1000
+
+
+def test_ood_single_is_read_by_the_kind_of_factor_each_scene_moves(tmp_path: Path) -> None:
+    folder = tmp_path / "table1_extended"
+    for method, bits in (("coda", "1" * 50), ("uniform", "0" * 50)):
+        _cell(folder, method, 0, 10.0)
+        rec = json.loads((folder / f"{method}_seed0.json").read_text())
+        rec |= {"suite": "extended50b", "per_split": 50, "scenes": {"ood_single": {"pick_place": bits}}}
+        (folder / f"{method}_seed0.json").write_text(json.dumps(rec))
+    table = fs.by_kind(tmp_path, "extended")
+    kinds = table["kinds"]
+    assert sum(kinds.values()) == 50 and {"core", "distractor", "arm_init", "clutter"} <= set(kinds)
+    assert all(table["rows"]["coda"][k] == [n, n] for k, n in kinds.items())
+    assert all(table["rows"]["uniform"][k] == [0, n] for k, n in kinds.items())
+    md = fs.kind_markdown("extended", table)
+    n = kinds["distractor"]
+    assert f"| `distractor` | {n} | 100 ({n}) | 0 ({n}) |" in md
+    assert fs.by_kind(tmp_path, "core") == {"kinds": {}, "rows": {}}  # no core table here

@@ -107,6 +107,12 @@ def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
         assert c["bootstrap_shared"] == (m != "zero_shot"), m
     boot = json.loads((results / "table1_smoke" / "bootstrap" / "seed0.json").read_text())
     assert boot["bootstrap_sha256"] == cells["sft"]["bootstrap_sha256"] and set(boot["id"]) == {"pick_place"}
+    # each final episode's outcome, by scene: what the per-factor readings (factor_scaling) are made of
+    for rec in (boot, *cells.values()):
+        for split in ("id", "ood_single", "ood", "instruction"):
+            got = table_cells.scene_outcomes(rec, split)
+            assert len(got) == 1 and 100.0 * sum(got.values()) == rec[split]["pick_place"], (rec, split)
+            assert next(iter(got)).startswith(f"pick_place/{split}/")
     methods = table["methods"]
     assert methods["sft"]["id_change"] is not None and methods["zero_shot"]["id_change"] is None
     hashes = {c["bootstrap_sha256"] for m, c in cells.items() if m != "zero_shot"}
