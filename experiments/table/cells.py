@@ -315,7 +315,7 @@ def evaluate_cell(cfg: RunConfig, run: Path, preset: TablePreset, pool: EpisodeP
     scenes = frozen.suite(cfg.families, per_split=preset.per_split, set_name=preset.suite)
     for r in range(cfg.rounds + 1):
         key = f"round_{r:02d}"
-        if key in done:
+        if key in done and (r < cfg.rounds or SCENES in done[key]):  # (evaluated before outcomes were kept)
             continue
         policy = run / "policy" / f"{key}.safetensors"
         split = frozen.SPLITS if r == cfg.rounds else (preset.curve_split,)
