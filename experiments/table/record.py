@@ -106,11 +106,20 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
         "integrity": integrity(cfg, rows),
         "bootstrap_sha256": sha256(policy0) if policy0.exists() else None,
         "bootstrap_shared": boot_hash is not None and sha256(policy0) == boot_hash,
-        "wall_s": round(wall_s, 1), "run_dir": str(run), "code_commit": provenance("")["commit"],
+        "wall_s": round(wall_s, 1), "rounds_wall_s": rounds_wall_s(rows),
+        "run_dir": str(run), "code_commit": provenance("")["commit"],
         # a cell of an extending table: the cell it was forked from (its rounds, and their wall time, are
         # that cell's; `wall_s` counts the rounds added here)
         "forked_from": forked_from(run),
     }
+
+
+def rounds_wall_s(rows: list[dict[str, Any]]) -> float | None:
+    """The wall seconds a run's rounds took by its own metrics (each round's `cost_total`), every
+    invocation's: what a cell resumed after a kill took, where the harness saw only its last invocation.
+    A forked cell's rows are its own and its base's; None when the rows say nothing."""
+    walls = [r.get("cost_total", {}).get("wall_s") for r in rows]
+    return round(sum(w for w in walls if w is not None), 1) if any(w is not None for w in walls) else None
 
 
 def results_dir(given: Path | None, commit: bool = False) -> Path:

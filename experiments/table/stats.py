@@ -117,14 +117,16 @@ def aggregate(cells: Sequence[dict[str, Any]], preset_name: str,
 
 
 def compute(cells: Sequence[dict[str, Any]], boots: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """Seconds the table's records say it took: the cells' runs (`wall_s`; a forked cell counts its added
-    rounds), their suite evaluations (`eval_s`) and the seeds' bootstraps (run and evaluation), with how
-    many records predate the evaluation timing (their share is missing from the sum, not zero)."""
+    """Seconds the table's records say it took: the cells' runs (`wall_s`, or the sum of the rounds' own
+    wall seconds where larger: a cell resumed after a kill; a forked cell counts its added rounds), their
+    suite evaluations (`eval_s`) and the seeds' bootstraps (run and evaluation), with how many records
+    predate the evaluation timing (their share is missing from the sum, not zero)."""
     timed = [c for c in cells if "eval_s" in c]
     boot_timed = [b for b in boots.values() if "wall_s" in b]
     cpu = [c["run_cpu_s"] for c in cells if "run_cpu_s" in c]
     boot_cpu = [b["run_cpu_s"] for b in boots.values() if "run_cpu_s" in b]
-    return {"run_s": round(sum(c["wall_s"] for c in cells), 1),
+    runs = [max(c["wall_s"], 0.0 if c.get("forked_from") else c.get("rounds_wall_s") or 0.0) for c in cells]
+    return {"run_s": round(sum(runs), 1),
             "eval_s": round(sum(c["eval_s"] for c in timed), 1),
             "untimed_eval_cells": len(cells) - len(timed),
             "bootstrap_s": round(sum(b["wall_s"] + b["eval_s"] for b in boot_timed), 1),

@@ -62,6 +62,11 @@ def test_compute_sums_the_records_and_says_what_predates_the_timing():
     assert "145 s" in note and "1 cells' suite evaluations, 1 bootstraps" in note
     assert "CPU of the cell runs' processes: 14 s over 1 cells" in note
     assert "CPU of the bootstrap runs' processes: 150 s over 1 bootstraps" in note
+    # a cell resumed after a kill: its rounds' own wall seconds, where the harness saw only the last part;
+    # a forked cell's rounds include its base's, so it keeps the harness's figure
+    resumed = {**_cell("sft", 2, 20.0), "rounds_wall_s": 700.0}
+    forked = {**_cell("sft", 3, 20.0), "rounds_wall_s": 900.0, "forked_from": {"run": "x", "after_round": 1}}
+    assert stats.aggregate([resumed, forked], "x", {})["compute"]["run_s"] == 710.0
 
 
 def test_unequal_budgets_are_reported():
