@@ -202,6 +202,30 @@ def core_rows(results: Path, link: str) -> list[str]:
     return out
 
 
+def extended_rows(results: Path, link: str) -> list[str]:
+    """The extended table (issue #39's scaling study, `experiments.factor_scaling`) as far as its cells have
+    landed: CoDA and uniform on `ood_single` (one of ~40 factors moved; `ood`, every factor moved, is at the
+    floor, FINDINGS #47) and their bootstraps; none until both share a seed."""
+    te = cells(results / "table1_extended")
+    if "coda" not in te or "uniform" not in te or not set(te["coda"]) & set(te["uniform"]):
+        return []
+    both = sorted(set(te["coda"]) & set(te["uniform"]))
+    folder = results / "table1_extended" / "bootstrap"
+    boots = [json.loads((folder / f"seed{k}.json").read_text()) for k in both]
+
+    def on(m: str, split: str) -> str:
+        return ms(mean_se([avg(te[m][k][split]) for k in both]))
+
+    diff = mean_se([avg(te["coda"][k]["ood_single"]) - avg(te["uniform"][k]["ood_single"]) for k in both])
+    pair = f"; CoDA − uniform {ms(diff, '+')} {interval(diff, len(both))}" if len(both) >= 2 else ""
+    seeds = ",".join(map(str, both))
+    return [f"| [Extended space]({link}factor_scaling.md): ~41 factors per family (the core's ~14 and 27 "
+            f"nuisances), `ood_single` success % (one factor moved), 3 rounds, seeds {seeds} "
+            f"| {on('coda', 'ood_single')} | uniform {on('uniform', 'ood_single')}, the bootstraps "
+            f"{ms(mean_se([avg(b['ood_single']) for b in boots]))}{pair}; every factor moved (`ood`): CoDA "
+            f"{on('coda', 'ood')}, uniform {on('uniform', 'ood')} |"]
+
+
 def headline(results: Path) -> str:
     """The sentence that reads the table: where CoDA stands against uniform and SFT on the enlarged suites,
     each lead called shown only where its 95 % interval lies above 0."""
@@ -235,7 +259,7 @@ def readme_table(results: Path, link: str) -> list[str]:
     """The README's results table and the sentence that reads it."""
     lp = json.loads((results / "liberopro.json").read_text())
     lines = ["| result (its page) | CoDA | baselines and references |", "|---|---|---|",
-             *core_rows(results, link), *earlier_rows(results, link)]
+             *core_rows(results, link), *extended_rows(results, link), *earlier_rows(results, link)]
     for suite, run, boot, key in LIBERO:
         paper = next(r for r in lp["paper"] if r["row"] == "CoDA (π0.5), 5 rounds")["success"][key]
         expert = libero_row(lp, "scripted expert", 10, suite)["cells"]["none"]
