@@ -75,7 +75,8 @@ def aggregate(results: Path) -> dict[str, Any]:
 
 def moved_kind(scene: Any, space: str) -> str:
     """What an `ood_single` scene moved: the extension kind of its one factor outside the ID range
-    (placement folded into what it places: `distractor_pos` → `distractor`), or "core" for a family's own."""
+    (placement folded into what it places: `distractor_pos` → `distractor`; a count apart, `distractor
+    count`), or "core" for a family's own."""
     from sim.extension import EXTENSION_NAMES
     from sim.families import get_family
 
@@ -85,7 +86,11 @@ def moved_kind(scene: Any, space: str) -> str:
     if len(moved) != 1:
         raise ValueError(f"an ood_single scene moves one factor; this one moves {[f.name for f in moved]}")
     f = moved[0]
-    return str(f.kind).removesuffix("_pos") if f.name in EXTENSION_NAMES else "core"
+    if f.name not in EXTENSION_NAMES:
+        return "core"
+    kind = str(f.kind).removesuffix("_pos")
+    # a count adds the objects; the others shape or place them (and move nothing while the count is 0)
+    return f"{kind} count" if f.name.endswith("_count") else kind
 
 
 def by_kind(results: Path, space: str) -> dict[str, Any]:
@@ -100,8 +105,9 @@ def by_kind(results: Path, space: str) -> dict[str, Any]:
     if not folder.is_dir():
         return {"kinds": {}, "rows": {}}
     records = {m: list(c.values()) for m, c in load_cells(folder).items()}
-    boots = sorted((folder / "bootstrap").glob("seed*.json"))
-    records["bootstrap"] = [json.loads(p.read_text()) for p in boots]
+    seeds = {r["seed"] for recs in records.values() for r in recs}
+    boots = [folder / "bootstrap" / f"seed{k}.json" for k in sorted(seeds)]  # the methods' own starts
+    records["bootstrap"] = [json.loads(p.read_text()) for p in boots if p.exists()]
     kinds: dict[str, str] = {}
     rows: dict[str, dict[str, list[int]]] = {}
     for method, recs in records.items():
@@ -132,7 +138,8 @@ def kind_markdown(space: str, table: dict[str, Any]) -> str:
         body.append((f"`{kind}`", n, *cells))
     head = ("factor moved", "suite scenes", *(f"{m}: success % (episodes)" for m in order))
     return (f"**`{space}`: `ood_single` by the kind of factor each scene moves** (every seed's episodes "
-            "pooled; the bootstrap row: the seeds' starting policies)\n\n" + "\n".join(md_table(head, body)))
+            "pooled; the bootstrap row: those seeds' starting policies)\n\n"
+            + "\n".join(md_table(head, body)))
 
 
 def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:

@@ -58,7 +58,7 @@ def test_ood_single_is_read_by_the_kind_of_factor_each_scene_moves(tmp_path: Pat
         (folder / f"{method}_seed0.json").write_text(json.dumps(rec))
     table = fs.by_kind(tmp_path, "extended")
     kinds = table["kinds"]
-    assert sum(kinds.values()) == 50 and {"core", "distractor", "arm_init", "clutter"} <= set(kinds)
+    assert sum(kinds.values()) == 50 and {"core", "distractor", "distractor count", "arm_init"} <= set(kinds)
     assert all(table["rows"]["coda"][k] == [n, n] for k, n in kinds.items())
     assert all(table["rows"]["uniform"][k] == [0, n] for k, n in kinds.items())
     md = fs.kind_markdown("extended", table)
