@@ -56,6 +56,21 @@ def _memory_row(row: dict[str, Any]) -> dict[str, Any]:
             "arms": row.get("generation", {}).get("arms", [])}
 
 
+def verdicts(run: Path) -> dict[str, int] | None:
+    """How verification judged the run's diagnoses (`diagnoses/round_*/*.json`): each status, and how many
+    were inconclusive because the control batch failed at its ceiling (no room to show an increase); None
+    for a run that diagnoses nothing."""
+    files = sorted((run / "diagnoses").glob("round_*/*.json"))
+    if not files:
+        return None
+    out = {"validated": 0, "refuted": 0, "inconclusive": 0, "unverified": 0, "control_at_ceiling": 0}
+    for path in files:
+        v = json.loads(path.read_text()).get("verdict") or {}
+        out[v.get("status", "unverified")] += 1
+        out["control_at_ceiling"] += "control at ceiling" in v.get("reason", "")
+    return out
+
+
 def compiled_programs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The training programs a run compiled from validated modes, with their agreement with the round's
     expert demos (and after refinement), from its metrics rows."""
@@ -102,6 +117,9 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
         "memory_per_round": {r["round"]: _memory_row(r) for r in rows if r["round"] > 0},
         # training programs compiled from validated modes: agreement with the round's expert demos
         "compiled": compiled_programs(rows),
+        # the run's verdicts (diagnosis-driven methods), with the inconclusive ones whose control was at its
+        # ceiling
+        "verdicts": verdicts(run),
         "shaping": cfg.method_config.shaping if cfg.method_config.update == "aw" else None,
         "integrity": integrity(cfg, rows),
         "bootstrap_sha256": sha256(policy0) if policy0.exists() else None,

@@ -112,6 +112,12 @@ def test_smoke_table_end_to_end(smoke_table: tuple[Path, Path, dict]):
         assert c["bootstrap_shared"] == (m != "zero_shot"), m
     boot = json.loads((results / "table1_smoke" / "bootstrap" / "seed0.json").read_text())
     assert boot["bootstrap_sha256"] == cells["sft"]["bootstrap_sha256"] and set(boot["id"]) == {"pick_place"}
+    # the verdicts of a diagnosing cell's diagnoses, one per diagnosis file; none for a method without
+    coda = cells["coda"]
+    files = list(Path(coda["run_dir"]).glob("diagnoses/round_*/*.json"))
+    assert coda["verdicts"] is None if not files else \
+        sum(v for k, v in coda["verdicts"].items() if k != "control_at_ceiling") == len(files)
+    assert cells["sft"]["verdicts"] is None
     # each final episode's outcome, by scene: what the per-factor readings (factor_scaling) are made of
     for rec in (boot, *cells.values()):
         for split in ("id", "ood_single", "ood", "instruction"):
