@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,7 @@ def moved_kind(scene: Any, space: str) -> str:
     """What an `ood_single` scene moved: the extension kind of its one factor outside the ID range
     (placement folded into what it places: `distractor_pos` → `distractor`; a count apart, `distractor
     count`), or "core" for a family's own."""
-    from sim.extension import EXTENSION_NAMES
+    from sim.extension import EXTENSION_NAMES, kind_group
     from sim.families import get_family
 
     fam = get_family(scene.family)
@@ -88,7 +89,7 @@ def moved_kind(scene: Any, space: str) -> str:
     f = moved[0]
     if f.name not in EXTENSION_NAMES:
         return "core"
-    kind = str(f.kind).removesuffix("_pos")
+    kind = kind_group(str(f.kind))
     # a count adds the objects; the others shape or place them (and move nothing while the count is 0)
     return f"{kind} count" if f.name.endswith("_count") else kind
 
@@ -118,10 +119,7 @@ def by_kind(results: Path, space: str) -> dict[str, Any]:
                 tally = rows.setdefault(method, {}).setdefault(kinds[path], [0, 0])
                 tally[0] += int(ok)
                 tally[1] += 1
-    counts: dict[str, int] = {}
-    for k in kinds.values():
-        counts[k] = counts.get(k, 0) + 1
-    return {"kinds": dict(sorted(counts.items())), "rows": rows}
+    return {"kinds": dict(sorted(Counter(kinds.values()).items())), "rows": rows}
 
 
 def kind_markdown(space: str, table: dict[str, Any]) -> str:

@@ -202,21 +202,29 @@ def core_rows(results: Path, link: str) -> list[str]:
     return out
 
 
+def extended_pairs(results: Path) -> tuple[dict[str, dict[int, dict]], list[int], tuple[float, float]]:
+    """The extended table's cells, the seeds CoDA and uniform share, and CoDA − uniform on `ood_single`
+    paired over them (mean, SE; (0, 0) without a shared seed)."""
+    te = cells(results / "table1_extended")
+    both = sorted(set(te.get("coda", {})) & set(te.get("uniform", {})))
+    d = mean_se([avg(te["coda"][k]["ood_single"]) - avg(te["uniform"][k]["ood_single"]) for k in both]) \
+        if both else (0.0, 0.0)
+    return te, both, d
+
+
 def extended_rows(results: Path, link: str) -> list[str]:
     """The extended table (issue #39's scaling study, `experiments.factor_scaling`) as far as its cells have
     landed: CoDA and uniform on `ood_single` (one of ~40 factors moved; `ood`, every factor moved, is at the
     floor, FINDINGS #47) and their bootstraps; none until both share a seed."""
-    te = cells(results / "table1_extended")
-    if "coda" not in te or "uniform" not in te or not set(te["coda"]) & set(te["uniform"]):
+    te, both, diff = extended_pairs(results)
+    if not both:
         return []
-    both = sorted(set(te["coda"]) & set(te["uniform"]))
     folder = results / "table1_extended" / "bootstrap"
     boots = [json.loads((folder / f"seed{k}.json").read_text()) for k in both]
 
     def on(m: str, split: str) -> str:
         return ms(mean_se([avg(te[m][k][split]) for k in both]))
 
-    diff = mean_se([avg(te["coda"][k]["ood_single"]) - avg(te["uniform"][k]["ood_single"]) for k in both])
     pair = f"; CoDA − uniform {ms(diff, '+')} {interval(diff, len(both))}" if len(both) >= 2 else ""
     seeds = ",".join(map(str, both))
     return [f"| [Extended space]({link}factor_scaling.md): ~41 factors per family (the core's ~14 and 27 "
@@ -230,11 +238,9 @@ def extended_sentence(results: Path) -> str:
     """Where the extended space stands (issue #39's scaling study): CoDA − uniform with one factor moved,
     paired over the seeds both have, called shown only where its 95 % interval lies above 0; empty until
     two seeds pair."""
-    te = cells(results / "table1_extended")
-    both = sorted(set(te.get("coda", {})) & set(te.get("uniform", {})))
+    _, both, d = extended_pairs(results)
     if len(both) < 2:
         return ""
-    d = mean_se([avg(te["coda"][k]["ood_single"]) - avg(te["uniform"][k]["ood_single"]) for k in both])
     shown = "shown" if d[0] - T975[len(both) - 1] * d[1] > 0 else "not shown"
     return (f"In the extended space (~41 factors per family, {len(both)} seeds so far) CoDA − uniform with "
             f"one factor moved is {ms(d, '+')} pp {interval(d, len(both))}: its lead is {shown}. ")

@@ -24,6 +24,7 @@ from experiments.table import suites as frozen
 from experiments.table.presets import TablePreset, lender
 from experiments.table.record import (
     ROOT,
+    SCENES,
     cell_record,
     commit_files,
     metrics_rows,
@@ -41,7 +42,6 @@ PRETRAINED = pretrained.SEED_SFT_4FAM
 SHARED_BOOTSTRAP = ("scenes/round_00", "validity/round_00", "episodes/round_00", "programs/round_00",
                     "policy/round_00.safetensors", "train/round_00.json")
 BOOT_POLICY = "seed{seed}_round_00.safetensors"  # a kept bootstrap policy's file name
-SCENES = "_scenes"  # an evaluation's key for its episodes' outcomes (`evaluate`), a record's is "scenes"
 
 
 # ---- cells ------------------------------------------------------------------------------------------------
