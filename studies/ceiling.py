@@ -152,7 +152,9 @@ def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
         lines.append(f"| {source} | {budget} | {data} | " + " | ".join(shown) + f" | {seeds} |")
     meta = provenance(command)
     commits = sorted({c["code_commit"] for c in cells})
-    return ("\n".join(lines) + "\n\nSuccess in % on the frozen suites (10 scenes per family and split), "
+    per_split = sorted({c.get("per_split") or 10 for c in cells})
+    return ("\n".join(lines) + f"\n\nSuccess in % on the frozen suites ({'/'.join(map(str, per_split))} scenes "
+            "per family and split), "
             "mean ± standard error over seeds, averaged over the four families; every row starts from the "
             "seed's shared Table 1 bootstrap and fine-tunes as the `sft` method does. Command: "
             f"`{command}` · computed at {', '.join(commits)} · {meta['versions']}\n")
