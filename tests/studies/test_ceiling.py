@@ -27,6 +27,23 @@ def test_sources_draw_the_distribution_they_name():
         assert mixed[0] == mixed[2] == 0 and mixed[1] >= 2 and mixed[3] >= 2
 
 
+def test_ood_single_moves_one_factor_the_frozen_split_moves_in_either_space():
+    from sim.families import get_family
+
+    for family in frozen.FAMILIES:
+        assert len(_outside(family, ceiling.draw(family, "ood_single", 1, 0, 0))) == 1
+        fam = get_family(family)
+        movable = {f.name for f in frozen.movable_ood(fam, "extended")}
+        moved = set()
+        for i in range(12):
+            spec = ceiling.draw(family, "ood_single", 1, i, 0, space="extended")
+            flat = fam.flat(spec.factors)
+            out = [f.name for f in fam.schema("extended") if not f.contains(flat[f.name], ood=False)]
+            assert len(out) == 1 and out[0] in movable
+            moved |= set(out)
+        assert len(moved) > 3  # drawn at random, not always the same factor
+
+
 def test_training_scenes_are_never_suite_scenes():
     suite_seeds = {s.load().seed for name in frozen.SETS for s in frozen.suite(set_name=name)}
     ours = {ceiling.draw(f, src, r, i, a).seed for f in frozen.FAMILIES for src in ceiling.SOURCES
