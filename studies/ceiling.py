@@ -46,7 +46,7 @@ from common.cli import command_parser
 from experiments.table import suites as frozen
 from experiments.table.cells import cell_config, evaluate, shared_bootstrap
 from experiments.table.presets import TABLES
-from experiments.table.record import ROOT, RUNS_RESULTS, provenance, sha256
+from experiments.table.record import ROOT, RUNS_RESULTS, SCENES, provenance, sha256
 from experiments.table.stats import mean_se
 
 SOURCES = ("id", "mixed", "ood", "ood_single")
@@ -133,12 +133,13 @@ def run_one(source: str, budget: int, seed: int, *, replay: bool, out: Path, boo
         trainer.finetune(policy, seen if replay else eps, nxt)
         policy = nxt
     scenes = frozen.suite(cfg.families, per_split=per_split, set_name=preset.suite)
-    final = evaluate(policy, scenes, cfg.seed, pool, cfg.rollout_max_steps)
+    final = evaluate(policy, scenes, cfg.seed, pool, cfg.rollout_max_steps, outcomes=True)
     return {"source": source, "budget": budget, "replay": replay, "seed": seed, "rounds": cfg.rounds,
             **({} if table == "default" else {"table": table, "suite": preset.suite, "per_split": per_split}),
             "finetune_steps": cfg.learn.finetune_steps, "families": list(cfg.families),
             "bootstrap_sha256": sha256(boot),
             **{split: {f: final[f][split] for f in cfg.families} for split in frozen.SPLITS},
+            "scenes": final[SCENES],  # each episode's outcome (`cells.scene_outcomes` reads them by scene)
             "wall_s": round(time.perf_counter() - t0, 1), "code_commit": provenance("")["commit"]}
 
 

@@ -58,7 +58,8 @@ def reverify(run: Path, round_no: int, *, control: str, count: str, n: int | Non
             factory = SeededPolicy(str(policy), stable_seed(cfg.seed, dx.id))
             rollout = episode_rollout(pool, factory, max_steps=cfg.rollout_max_steps)
             batch = sandbox_run_batch(sandbox, rollout)
-            res = run_verification(dx, seed_generation(rec["family"]), batch, n=n, rng=rng, config=config)
+            base = seed_generation(rec["family"], cfg.space)  # the run's factor space, as the loop's node
+            res = run_verification(dx, base, batch, n=n, rng=rng, config=config)
             old = rec.get("verdict") or {}
             row = {"episode": rec["episode"], "family": rec["family"], "slot": rec["slot"],
                    "factor": dx.factor, "phase": dx.phase, "context": sorted(set(dx.edit) - {dx.factor}),
