@@ -4,6 +4,7 @@ beside the verdicts the run recorded.
     python -m studies.reverify RUN_DIR --round 1 --control moveback
     python -m studies.reverify RUN_DIR --round 1 --count named --out FILE
     python -m studies.reverify RUN_DIR --round 2 --control other --at-ceiling without_context
+    python -m studies.reverify DIR --summarize     # the --out files in DIR: verdicts before → after
 
 Each diagnosis file of the round (`diagnoses/round_XX/*.json`) is verified as the loop's `verify` node
 did — on the family's seed program with the diagnosis's context held, with the policy the round started
@@ -79,13 +80,40 @@ def reverify(run: Path, round_no: int, *, control: str, count: str, n: int | Non
             "now": dict(Counter(r["status"] for r in rows))}
 
 
+def summarize(folder: Path) -> str:
+    """Markdown of the `--out` files in `folder`: recorded verdict → this rule's, counted over every
+    diagnosis, and the diagnoses tested again without their context, one line each."""
+    from common.markdown import md_table
+
+    results = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    if not results:
+        raise FileNotFoundError(f"{folder} holds no reverify results (*.json)")
+    rows = [(r["run"], r["round"], row) for r in results for row in r["rows"]]
+    moves = Counter((row["recorded"], row["status"]) for _, _, row in rows)
+    head = ("recorded", "now", "diagnoses")
+    out = [f"{len(rows)} diagnoses of {len(results)} run rounds; rules: "
+           + ", ".join(sorted({f"control {r['control']}, count {r['count']}, at ceiling "
+                               f"{r.get('at_ceiling', 'inconclusive')}, n {r['n']}" for r in results})), "",
+           *md_table(head, [(a, b, n) for (a, b), n in sorted(moves.items())]), ""]
+    dropped = [(run, rnd, row) for run, rnd, row in rows if row.get("context_dropped")]
+    if dropped:
+        out += [f"Tested again without their context ({len(dropped)}):", "",
+                *md_table(("run", "round", "family", "factor", "context", "under it", "alone", "now"),
+                          [(Path(run).name, rnd, row["family"], f"`{row['factor']}`", len(row["context"]),
+                            _rates(row["recorded_rates"]), _rates(row["rates"]), row["status"])
+                           for run, rnd, row in dropped]), ""]
+    return "\n".join(out)
+
+
 def _rates(r: list[float | None]) -> str:
     return "–" if None in r else f"{100 * r[0]:.0f}% vs {100 * r[1]:.0f}%"  # type: ignore[operator]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = command_parser("studies.reverify", __doc__)
-    ap.add_argument("run", type=Path, help="a run directory whose round has diagnosis files")
+    ap.add_argument("run", type=Path, help="a run directory whose round has diagnosis files (with "
+                                           "--summarize: the folder of --out files)")
+    ap.add_argument("--summarize", action="store_true", help="summarize the --out files in RUN instead")
     ap.add_argument("--round", type=int, default=1, help="the round whose diagnoses to verify (>= 1)")
     ap.add_argument("--control", choices=("other", "moveback"), default="moveback")
     ap.add_argument("--count", choices=("any", "named"), default="any")
@@ -96,6 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=worker_count, default=2)
     ap.add_argument("--out", type=Path, help="write the rows as JSON here")
     a = ap.parse_args(argv)
+    if a.summarize:
+        try:
+            print(summarize(a.run))
+        except FileNotFoundError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
     if a.round < 1 or (a.n is not None and a.n < 1):
         ap.error("--round and --n must be >= 1")
     if not (a.run / "config.json").is_file():
