@@ -16,6 +16,9 @@ expert demonstrations each), on scenes drawn from a fixed source:
     mixed   half `id`, half `ood` scenes each round
     ood_single  in distribution but for one factor moved out of it, as the frozen `ood_single` split
             draws them (the factor drawn at random of the ones that split moves): the oracle for that split
+    ood_added   `ood_single` with the moved factor one of the extension's counts (distractors, obstacles,
+            clutter: the scenes that add objects, which no method's rounds lifted, FINDINGS #47); the
+            extended space only. Can the policy learn them at all when every scene holds them?
 
 `budget` is accepted scenes per family per round (Table 1's `default`: 6). With replay, each round
 fine-tunes on every demonstration so far (the bootstrap's and each round's) instead of the round's alone.
@@ -49,7 +52,7 @@ from experiments.table.presets import TABLES
 from experiments.table.record import ROOT, RUNS_RESULTS, SCENES, provenance, sha256
 from experiments.table.stats import mean_se
 
-SOURCES = ("id", "mixed", "ood", "ood_single")
+SOURCES = ("id", "mixed", "ood", "ood_single", "ood_added")
 CEILING_SEED = 8_200_000  # the oracle's training scenes: disjoint from the suites' and the loop's seeds
 RESULTS = RUNS_RESULTS / "findings"  # the committed records: --results docs/results/findings
 
@@ -64,11 +67,23 @@ def draw(family: str, source: str, round_no: int, i: int, attempt: int, space: s
     rng = np.random.default_rng([CEILING_SEED, frozen.FAMILIES.index(family), round_no, i, attempt])
     seed = CEILING_SEED + 100_000 * round_no + 100 * i + attempt
     values = fam.sample_factors(rng, ood=ood, space=space)
-    if source == "ood_single":  # the frozen split's rule, with this study's own random numbers
+    if source in ("ood_single", "ood_added"):  # the frozen split's rule, with this study's own numbers
         movable = frozen.movable_ood(fam, space)
+        if source == "ood_added":
+            movable = [f for f in movable if f.name in added_counts()]
+            if not movable:
+                raise ValueError(f"the {space} space has no count that adds objects: ood_added needs "
+                                 "--table extended")
         f = movable[int(rng.integers(len(movable)))]
         values[f.group][f.name] = f.sample(rng, ood=True)
     return fam.make_scene(values, seed=seed)
+
+
+def added_counts() -> frozenset[str]:
+    """The extension's factors that add objects to a scene (distractors, obstacles, clutter)."""
+    from sim.extension import EXTENSION_NAMES
+
+    return frozenset(n for n in EXTENSION_NAMES if n.endswith("_count"))
 
 
 def _demo(spec_json: str, out: str) -> bool:
