@@ -101,6 +101,9 @@ class Verdict(BaseModel):
     # the phase most targeted-batch failures ended in, and the share of them in the diagnosed phase
     observed_phase: str | None = None
     phase_share: float | None = Field(default=None, ge=0.0, le=1.0)
+    # the diagnosis's context (its other edited factors) was dropped: under it the control batch failed at
+    # its ceiling, so the factor was tested alone on the seed distribution (`VerifyConfig.at_ceiling`)
+    context_dropped: bool = False
 
 
 class EpisodeRecord(BaseModel):

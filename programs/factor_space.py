@@ -252,11 +252,10 @@ def magnitude(ref: FactorDef, value: EditValue) -> tuple[float, float]:
         if all(v == ref.default for v in vals):
             return 0.0, 0.0
         return (0.5 if all(v in (ref.choices or ()) for v in vals) else 1.5), 0.0
-    centre, half = _centre_half(ref)
+    _, half = _centre_half(ref)
     lo, hi = (value if isinstance(value, tuple | list) else (value, value))
-    if half <= 0:  # a point range: how far out, in the units `FactorDef.position` reads; no band to match
-        return ref.position((float(lo) + float(hi)) / 2), 0.0
-    return ((float(lo) + float(hi)) / 2 - centre) / half, (float(hi) - float(lo)) / (2 * half)
+    width = (float(hi) - float(lo)) / (2 * half) if half > 0 else 0.0  # a point range has no band to match
+    return ref.position((float(lo) + float(hi)) / 2), width
 
 
 def matched_edit(ref: FactorDef, offset: float, width: float, rng: np.random.Generator,

@@ -22,8 +22,6 @@ program drawing defaults builds the core scene. This module is in the sandbox-cl
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from typing import Any, Literal
 
@@ -108,8 +106,12 @@ EXTENSION = (
      "ood_range": (0.0, 5.0), "kind": "state_noise", "hard_side": 1, "doc": "steps the state read lags"},
 )
 EXTENSION_NAMES = frozenset(f["name"] for f in EXTENSION)
-# names this declaration: a cache of scenes drawn from it (a study's development scenes) is kept under it
-DIGEST = hashlib.sha256(json.dumps(EXTENSION, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def kind_group(kind: str) -> str:
+    """An extension factor's kind with placement folded into what it places (`distractor_pos` →
+    `distractor`): the groups the studies read success by."""
+    return kind.removesuffix("_pos")
 # The most entities the extension adds to one scene: every count factor at its OOD high (4 + 2 + 6).
 MOST_ADDED = int(sum(f["ood_range"][1] for f in EXTENSION if f["name"].endswith("_count")))
 # Object tokens a policy must take in the extended space: our families' own entities (at most 5 in the

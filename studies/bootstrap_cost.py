@@ -25,9 +25,9 @@ from typing import Any
 from coda_policy.pretrained import canonical_sha256
 from common.cli import command_parser, seed_list, worker_count
 from experiments.table import suites as frozen
-from experiments.table.cells import SCENES, boot_home, bootstrap_cell, children_cpu_s, evaluate_cell, run_cell
+from experiments.table.cells import boot_home, bootstrap_cell, children_cpu_s, evaluate_cell, run_cell
 from experiments.table.presets import TABLES
-from experiments.table.record import ROOT, commit_files, provenance, results_dir, sha256, table_files
+from experiments.table.record import ROOT, SCENES, commit_files, provenance, results_dir, sha256, table_files
 from experiments.table.stats import BOOTSTRAP_COST
 from experiments.table.table1 import write_table
 

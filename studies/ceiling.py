@@ -14,6 +14,11 @@ expert demonstrations each), on scenes drawn from a fixed source:
     ood     every factor out of distribution: the very distribution of the frozen `ood` split, drawn with
             other seeds — an oracle no method has, since none knows the test distribution
     mixed   half `id`, half `ood` scenes each round
+    ood_single  in distribution but for one factor moved out of it, as the frozen `ood_single` split
+            draws them (the factor drawn at random of the ones that split moves): the oracle for that split
+    ood_added   `ood_single` with the moved factor one of the extension's counts (distractors, obstacles,
+            clutter: the scenes that add objects, which no method's rounds lifted, FINDINGS #47); the
+            extended space only. Can the policy learn them at all when every scene holds them?
 
 `budget` is accepted scenes per family per round (Table 1's `default`: 6). With replay, each round
 fine-tunes on every demonstration so far (the bootstrap's and each round's) instead of the round's alone.
@@ -44,23 +49,41 @@ from common.cli import command_parser
 from experiments.table import suites as frozen
 from experiments.table.cells import cell_config, evaluate, shared_bootstrap
 from experiments.table.presets import TABLES
-from experiments.table.record import ROOT, RUNS_RESULTS, provenance, sha256
+from experiments.table.record import ROOT, RUNS_RESULTS, SCENES, provenance, sha256
 from experiments.table.stats import mean_se
 
-SOURCES = ("id", "mixed", "ood")
+SOURCES = ("id", "mixed", "ood", "ood_single", "ood_added")
 CEILING_SEED = 8_200_000  # the oracle's training scenes: disjoint from the suites' and the loop's seeds
 RESULTS = RUNS_RESULTS / "findings"  # the committed records: --results docs/results/findings
 
 
-def draw(family: str, source: str, round_no: int, i: int, attempt: int) -> Any:
-    """Candidate training scene `i` of round `round_no` (deterministic, shared by every policy seed)."""
+def draw(family: str, source: str, round_no: int, i: int, attempt: int, space: str = "core") -> Any:
+    """Candidate training scene `i` of round `round_no` in factor space `space` (deterministic, shared by
+    every policy seed)."""
     from sim.families import get_family
 
     fam = get_family(family)
     ood = source == "ood" or (source == "mixed" and i % 2 == 1)
     rng = np.random.default_rng([CEILING_SEED, frozen.FAMILIES.index(family), round_no, i, attempt])
     seed = CEILING_SEED + 100_000 * round_no + 100 * i + attempt
-    return fam.make_scene(fam.sample_factors(rng, ood=ood), seed=seed)
+    values = fam.sample_factors(rng, ood=ood, space=space)
+    if source in ("ood_single", "ood_added"):  # the frozen split's rule, with this study's own numbers
+        movable = frozen.movable_ood(fam, space)
+        if source == "ood_added":
+            movable = [f for f in movable if f.name in added_counts()]
+            if not movable:
+                raise ValueError(f"the {space} space has no count that adds objects: ood_added needs "
+                                 "--table extended")
+        f = movable[int(rng.integers(len(movable)))]
+        values[f.group][f.name] = f.sample(rng, ood=True)
+    return fam.make_scene(values, seed=seed)
+
+
+def added_counts() -> frozenset[str]:
+    """The extension's factors that add objects to a scene (distractors, obstacles, clutter)."""
+    from sim.extension import EXTENSION_NAMES
+
+    return frozenset(n for n in EXTENSION_NAMES if n.endswith("_count"))
 
 
 def _demo(spec_json: str, out: str) -> bool:
@@ -76,13 +99,13 @@ def _demo(spec_json: str, out: str) -> bool:
 
 
 def demos(families: Sequence[str], source: str, round_no: int, budget: int, out: Path, pool: Any,
-          max_draws: int = 20) -> list[Path]:
+          max_draws: int = 20, space: str = "core") -> list[Path]:
     """`budget` valid scenes per family for one round, with their expert demos (cached under `out`)."""
     paths = []
     for family in families:
         for i in range(budget):
             for start in range(0, max_draws, 2):
-                cands = [draw(family, source, round_no, i, a) for a in range(start, start + 2)]
+                cands = [draw(family, source, round_no, i, a, space) for a in range(start, start + 2)]
                 files = [out / f"{family}_r{round_no}_{i:02d}_{a}" for a in range(start, start + 2)]
                 done = [f for f in files if f.with_suffix(".npz").exists()]
                 if done:
@@ -118,18 +141,20 @@ def run_one(source: str, budget: int, seed: int, *, replay: bool, out: Path, boo
     work = out / cell_name(source, budget, replay, seed)
     work.mkdir(parents=True, exist_ok=True)
     for r in range(1, cfg.rounds + 1):
-        eps = demos(cfg.families, source, r, budget, out / "demos" / source, pool)
+        folder = source if cfg.space == "core" else f"{source}_{cfg.space}"  # a space's draws apart
+        eps = demos(cfg.families, source, r, budget, out / "demos" / folder, pool, space=cfg.space)
         nxt = work / f"round_{r:02d}.safetensors"
         seen += eps
         trainer.finetune(policy, seen if replay else eps, nxt)
         policy = nxt
     scenes = frozen.suite(cfg.families, per_split=per_split, set_name=preset.suite)
-    final = evaluate(policy, scenes, cfg.seed, pool, cfg.rollout_max_steps)
+    final = evaluate(policy, scenes, cfg.seed, pool, cfg.rollout_max_steps, outcomes=True)
     return {"source": source, "budget": budget, "replay": replay, "seed": seed, "rounds": cfg.rounds,
             **({} if table == "default" else {"table": table, "suite": preset.suite, "per_split": per_split}),
             "finetune_steps": cfg.learn.finetune_steps, "families": list(cfg.families),
             "bootstrap_sha256": sha256(boot),
             **{split: {f: final[f][split] for f in cfg.families} for split in frozen.SPLITS},
+            "scenes": final[SCENES],  # each episode's outcome (`cells.scene_outcomes` reads them by scene)
             "wall_s": round(time.perf_counter() - t0, 1), "code_commit": provenance("")["commit"]}
 
 
@@ -152,9 +177,10 @@ def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
         lines.append(f"| {source} | {budget} | {data} | " + " | ".join(shown) + f" | {seeds} |")
     meta = provenance(command)
     commits = sorted({c["code_commit"] for c in cells})
-    return ("\n".join(lines) + "\n\nSuccess in % on the frozen suites (10 scenes per family and split), "
-            "mean ± standard error over seeds, averaged over the four families; every row starts from the "
-            "seed's shared Table 1 bootstrap and fine-tunes as the `sft` method does. Command: "
+    sizes = "/".join(str(n) for n in sorted({c.get("per_split") or 10 for c in cells}))
+    return ("\n".join(lines) + f"\n\nSuccess in % on the frozen suites ({sizes} scenes per family and "
+            "split), mean ± standard error over seeds, averaged over the four families; every row starts "
+            "from the seed's shared Table 1 bootstrap and fine-tunes as the `sft` method does. Command: "
             f"`{command}` · computed at {', '.join(commits)} · {meta['versions']}\n")
 
 

@@ -4,7 +4,7 @@ the policy shrugs off and a few of which it does not"). A development measuremen
     python -m studies.extension_kinds --policy checkpoints/seed_sft_4fam.safetensors --label core_seed0
 
 The scenes are development scenes of the extended space (`studies.update_dev.dev_scenes`, their own seed;
-`--per-split` per family, cached under the extension's `DIGEST`): each scene is built again with the
+`--per-split` per family, cached under the extension's `digest()`): each scene is built again with the
 extension's factors of one kind (`sim.extension.EXTENSION`'s `kind`: distractors, obstacles, the arm's
 start, actuation noise, …) as drawn and every other extension factor at its default — so `none` is the core
 scene and `all` the drawn one. A draw that cannot be built with one kind alone is left out of that row. The
@@ -31,8 +31,19 @@ FAMILIES = ("pick_place", "articulated", "put_inside", "stack_insert")
 
 
 def kind_of(factor: dict[str, Any]) -> str:
-    """An extension factor's kind, placement folded into what it places (`distractor_pos` → `distractor`)."""
-    return str(factor["kind"]).removesuffix("_pos")
+    """An extension factor's kind, placement folded into what it places (`sim.extension.kind_group`)."""
+    from sim.extension import kind_group
+
+    return kind_group(str(factor["kind"]))
+
+
+def digest() -> str:
+    """Names the extension as declared now: development scenes drawn from it are cached under it."""
+    import hashlib
+
+    from sim.extension import EXTENSION
+
+    return hashlib.sha256(json.dumps(EXTENSION, sort_keys=True).encode()).hexdigest()[:8]
 
 
 def kinds() -> list[str]:
@@ -131,7 +142,6 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--label {a.label!r}: letters, digits, _ and - only")
     if a.per_split < 1:
         ap.error("--per-split must be >= 1")
-    from sim.extension import DIGEST
     from sim.pool import EpisodePool
     from studies.update_dev import dev_scenes
 
@@ -141,14 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with EpisodePool(a.workers) as pool:
-        dev = dev_scenes(FAMILIES, a.per_split, a.out / f"dev_scenes_n{a.per_split}_{DIGEST}", pool,
+        dev = dev_scenes(FAMILIES, a.per_split, a.out / f"dev_scenes_n{a.per_split}_{digest()}", pool,
                          space="extended")
         src = a.kinds_from or a.base
         by_kind = rows([d.load() for d in dev if d.split == a.base],
                        [d.load() for d in dev if d.split == src])
         res = score(a.policy, by_kind, a.seed, pool)
     rec = {"label": a.label, "policy": str(a.policy), "policy_sha256": sha256(a.policy), "seed": a.seed,
-           "per_split": a.per_split, "command": command, "extension": DIGEST, "base": a.base,
+           "per_split": a.per_split, "command": command, "extension": digest(), "base": a.base,
            "kinds_from": src, "kinds": res, "wall_s": round(time.perf_counter() - t0, 1),
            "code_commit": provenance("")["commit"]}
     (folder / f"{a.label}.json").write_text(json.dumps(rec, indent=1) + "\n")

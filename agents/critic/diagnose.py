@@ -293,7 +293,7 @@ def answer_to_diagnosis(out: BaseModel, sm: FailureSummary, program: GenerationP
 
 
 def _position(ref: FactorDef, value: Any) -> float:
-    return 0.0 if ref.type == "choice" or not ref.range else ref.position(value)
+    return 0.0 if ref.type == "choice" else ref.position(value)
 
 
 def llm_id(llm: LLM) -> str:

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 from agents.config import PRESETS, RunConfig
 from coda_policy import pretrained
 from experiments.table import suites as frozen
-from experiments.table.presets import TablePreset
+from experiments.table.presets import TablePreset, lender
 from experiments.table.record import (
     ROOT,
+    SCENES,
     cell_record,
     commit_files,
     metrics_rows,
@@ -41,7 +42,6 @@ PRETRAINED = pretrained.SEED_SFT_4FAM
 SHARED_BOOTSTRAP = ("scenes/round_00", "validity/round_00", "episodes/round_00", "programs/round_00",
                     "policy/round_00.safetensors", "train/round_00.json")
 BOOT_POLICY = "seed{seed}_round_00.safetensors"  # a kept bootstrap policy's file name
-SCENES = "_scenes"  # an evaluation's key for its episodes' outcomes (`evaluate`), a record's is "scenes"
 
 
 # ---- cells ------------------------------------------------------------------------------------------------
@@ -131,17 +131,6 @@ def table_bootstrap(preset: TablePreset, results: Path, seed: int) -> Path | Non
     if kept is None and preset.bootstraps is not None:
         return table_bootstrap(lender(preset.bootstraps), results, seed)
     return kept
-
-
-def lender(table: str) -> TablePreset:
-    """The table preset whose files are named `table` (the one a `TablePreset.bootstraps` names)."""
-    from experiments.table.presets import TABLES
-
-    for name in TABLES.names():
-        p = TABLES.get(name)
-        if p.table == table and p.label is None:
-            return p
-    raise KeyError(f"no table preset writes {table}")
 
 
 def _room_needed(cfg: RunConfig, kept: Path) -> int | None:

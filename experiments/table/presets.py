@@ -98,3 +98,12 @@ TABLES.register("extended", dataclasses.replace(
                                             policy=room_for_space(_core_learn.policy, "extended"))}))
 TABLES.register("full", TablePreset(run_preset="default", seeds=3, per_split=10, table="table1_full",
                                     overrides={"llm": "rules", "rounds": 5, "thumbnails": False}))
+
+
+def lender(table: str) -> TablePreset:
+    """The table preset whose files are named `table` (the one a `TablePreset.bootstraps` names)."""
+    for name in TABLES.names():
+        p = TABLES.get(name)
+        if p.table == table and p.label is None:
+            return p
+    raise KeyError(f"no table preset writes {table}")

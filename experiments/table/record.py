@@ -56,6 +56,10 @@ def _memory_row(row: dict[str, Any]) -> dict[str, Any]:
             "arms": row.get("generation", {}).get("arms", [])}
 
 
+# an evaluation's key for its episodes' outcomes (`cells.evaluate`); a record's is "scenes"
+SCENES = "_scenes"
+
+
 def verdicts(run: Path) -> dict[str, int] | None:
     """How verification judged the run's diagnoses (`diagnoses/round_*/*.json`): each status, and how many
     were inconclusive because the control batch failed at its ceiling (no room to show an increase); None
@@ -108,7 +112,7 @@ def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float,
         "instruction": {f: final[f]["instruction"] for f in cfg.families},
         "id": {f: final[f]["id"] for f in cfg.families},
         # each final episode's outcome, per split and family in suite order (`cells.scene_outcomes`)
-        "scenes": final.get("_scenes"),
+        "scenes": final.get(SCENES),
         # success on the generator's own distribution: the arms' measurement scenes after the last update
         "in": 100.0 * own[-1] if own else None,
         "curve": {k: {f: v[f] for f in cfg.families} for k, v in sorted(evals.items())},

@@ -305,7 +305,7 @@ def test_the_extended_table_starts_from_the_core_bootstrap_with_room_for_its_obj
     lent.parent.mkdir(parents=True)
     lent.write_text(json.dumps({"bootstrap_sha256": record.sha256(pretrained.SEED_SFT_4FAM)}))
     ext = presets.TABLES.get("extended")
-    assert table_cells.lender(ext.bootstraps) is presets.TABLES.get("core")
+    assert presets.lender(ext.bootstraps) is presets.TABLES.get("core")
     cfg, _ = table_cells.kept_bootstrap_cell(ext, 0, "rules", 1, tmp_path / "out", results)
     own = results / "table1_extended" / "bootstrap" / "seed0_round_00.safetensors"
     assert cfg.learn.init_policy == str(own.resolve()) and cfg.learn.sft_steps == 0
