@@ -64,12 +64,14 @@ def end(name: str) -> str:
     return f"<!-- {name}:end -->"
 
 
-def mean_se(xs: Sequence[float]) -> tuple[float, float]:
-    """Mean and standard error over `xs`, as the table harness computes them (`experiments.table.stats`)."""
+def mean_se(xs: Sequence[float], digits: int | None = 2) -> tuple[float, float]:
+    """Mean and standard error over `xs`, as the table harness computes them (`experiments.table.stats`);
+    `digits=None` leaves them unrounded (a paired difference, whose interval `table_power` computes from
+    the unrounded SE)."""
     n = len(xs)
     mean = sum(xs) / n
     se = (sum((x - mean) ** 2 for x in xs) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else 0.0
-    return round(mean, 2), round(se, 2)
+    return (mean, se) if digits is None else (round(mean, digits), round(se, digits))
 
 
 def cells(folder: Path) -> dict[str, dict[int, dict]]:
@@ -94,7 +96,7 @@ def ms(x: tuple[float, float], sign: str = "") -> str:
 def paired(recs: dict[str, dict[int, dict]], base: str, other: str) -> tuple[float, float]:
     """`base` − `other` in average OOD success, paired by seed over the seeds both have."""
     seeds = sorted(set(recs[base]) & set(recs[other]))
-    return mean_se([avg(recs[base][s]["ood"]) - avg(recs[other][s]["ood"]) for s in seeds])
+    return mean_se([avg(recs[base][s]["ood"]) - avg(recs[other][s]["ood"]) for s in seeds], digits=None)
 
 
 def stat(recs: dict[str, dict[int, dict]], method: str, split: str) -> tuple[float, float]:
@@ -234,8 +236,8 @@ def extended_pairs(results: Path) -> tuple[dict[str, dict[int, dict]], list[int]
     paired over them (mean, SE; (0, 0) without a shared seed)."""
     te = cells(results / "table1_extended")
     both = sorted(set(te.get("coda", {})) & set(te.get("uniform", {})))
-    d = mean_se([avg(te["coda"][k]["ood_single"]) - avg(te["uniform"][k]["ood_single"]) for k in both]) \
-        if both else (0.0, 0.0)
+    d = mean_se([avg(te["coda"][k]["ood_single"]) - avg(te["uniform"][k]["ood_single"]) for k in both],
+                digits=None) if both else (0.0, 0.0)
     return te, both, d
 
 
