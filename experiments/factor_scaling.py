@@ -30,7 +30,7 @@ from typing import Any
 from common.cli import command_parser, seed_list, worker_count
 from common.markdown import md_table
 from experiments.table.presets import TABLES
-from experiments.table.record import ROOT, provenance, results_dir
+from experiments.table.record import ROOT, oracle_folder, oracle_name, provenance, results_dir
 from experiments.table.stats import avg_ood, mean_se, ms
 from experiments.table.table_power import load_cells, paired
 
@@ -87,12 +87,10 @@ def oracle_cells(results: Path, space: str, split: str) -> dict[int, dict[str, A
     """The oracle's records for `split` in `space` (`studies.ceiling --table <space> --sources <split>
     --budgets <the table's> --replay yes`, under `<results>/findings/ceiling_<space>/`) by seed, read on
     `split` as `on_split` reads a cell."""
-    from studies.ceiling import cell_name, records_folder
-
     budget = TABLES.get(space).overrides["budget"]
-    folder = results / "findings" / records_folder(space)
+    folder = results / "findings" / oracle_folder(space)
     out = {}
-    for path in sorted(folder.glob(f"{cell_name(split, budget, True, 0).removesuffix('0')}*.json")):
+    for path in sorted(folder.glob(f"{oracle_name(split, budget, True, 0).removesuffix('0')}*.json")):
         rec = json.loads(path.read_text())
         out[rec["seed"]] = {**rec, "ood": rec[split]}
     return out

@@ -49,7 +49,15 @@ from common.cli import command_parser
 from experiments.table import suites as frozen
 from experiments.table.cells import cell_config, evaluate, shared_bootstrap
 from experiments.table.presets import TABLES
-from experiments.table.record import ROOT, RUNS_RESULTS, SCENES, provenance, sha256
+from experiments.table.record import (
+    ROOT,
+    RUNS_RESULTS,
+    SCENES,
+    oracle_folder,
+    oracle_name,
+    provenance,
+    sha256,
+)
 from experiments.table.stats import mean_se
 
 SOURCES = ("id", "mixed", "ood", "ood_single", "ood_added")
@@ -138,7 +146,7 @@ def run_one(source: str, budget: int, seed: int, *, replay: bool, out: Path, boo
     seen = sorted((boot_run / "episodes" / "round_00").glob("demo_*.npz")) if replay else []
     t0 = time.perf_counter()
     trainer, policy = PolicyTrainer(cfg.learn, seed=seed), boot
-    work = out / cell_name(source, budget, replay, seed)
+    work = out / oracle_name(source, budget, replay, seed)
     work.mkdir(parents=True, exist_ok=True)
     for r in range(1, cfg.rounds + 1):
         folder = source if cfg.space == "core" else f"{source}_{cfg.space}"  # a space's draws apart
@@ -184,15 +192,11 @@ def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
             f"`{command}` · computed at {', '.join(commits)} · {meta['versions']}\n")
 
 
-def cell_name(source: str, budget: int, replay: bool, seed: int) -> str:
-    return f"{source}_b{budget}{'_replay' if replay else ''}_seed{seed}"
-
-
 def _cell(source: str, budget: int, replay: bool, seed: int, a: argparse.Namespace, pool: Any,
           per_split: int | None, command: str) -> None:
     """One (source, budget, replay, seed) unless recorded; the table rebuilt after it."""
-    folder = a.results / records_folder(a.table)
-    rec = folder / f"{cell_name(source, budget, replay, seed)}.json"
+    folder = a.results / oracle_folder(a.table)
+    rec = folder / f"{oracle_name(source, budget, replay, seed)}.json"
     if rec.exists():
         return
     kept = ROOT / "docs" / "results" if TABLES.get(a.table).bootstraps else None
@@ -200,15 +204,10 @@ def _cell(source: str, budget: int, replay: bool, seed: int, a: argparse.Namespa
                   per_split=per_split, table=a.table, kept=kept)
     rec.write_text(json.dumps(res, indent=1) + "\n")
     ood = sum(res["ood"].values()) / len(res["ood"])
-    name = cell_name(source, budget, replay, seed)
+    name = oracle_name(source, budget, replay, seed)
     print(f"{name}: avg OOD {ood:.1f} % ({res['wall_s']:.0f} s)", flush=True)
     cells = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
-    (a.results / f"{records_folder(a.table)}.md").write_text(markdown(cells, command))
-
-
-def records_folder(table: str) -> str:
-    """Where a table size's oracle records go: `ceiling/` for Table 1's default, `ceiling_<table>/` else."""
-    return "ceiling" if table == "default" else f"ceiling_{table}"
+    (a.results / f"{oracle_folder(a.table)}.md").write_text(markdown(cells, command))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,14 +249,14 @@ def main(argv: list[str] | None = None) -> int:
     command = ("python -m studies.ceiling " + " ".join(given)).strip()
     per_split = TABLES.get(a.table).per_split
     a.bootstraps = a.bootstraps or ROOT / "runs" / f"table1_{a.table}"
-    (a.results / records_folder(a.table)).mkdir(parents=True, exist_ok=True)
+    (a.results / oracle_folder(a.table)).mkdir(parents=True, exist_ok=True)
     with EpisodePool(2) as pool:
         for seed in range(a.seeds):
             for replay in replays:
                 for budget in budgets:
                     for source in sources:
                         _cell(source, budget, replay, seed, a, pool, per_split, command)
-    print((a.results / f"{records_folder(a.table)}.md").read_text())
+    print((a.results / f"{oracle_folder(a.table)}.md").read_text())
     return 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from experiments.table import suites as frozen
+from experiments.table.record import oracle_folder
 from studies import ceiling
 
 
@@ -78,4 +79,4 @@ def test_cli_refuses_bad_input(args: list[str], capsys: pytest.CaptureFixture[st
 
 
 def test_another_table_size_keeps_its_records_apart():
-    assert ceiling.records_folder("default") == "ceiling" and ceiling.records_folder("core") == "ceiling_core"
+    assert oracle_folder("default") == "ceiling" and oracle_folder("core") == "ceiling_core"
