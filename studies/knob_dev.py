@@ -111,9 +111,9 @@ def _avg(cell: dict[str, Any], split: str) -> float:
     return sum(cell[split].values()) / len(cell[split])
 
 
-def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
+def markdown(cells: Sequence[dict[str, Any]]) -> str:
     """One table per (method, knob): each value's dev success and its OOD difference from the reference
-    (the first value its records name), paired by seed."""
+    (the first value its records name), paired by seed, and the commands that made its records."""
     out = []
     for group in dict.fromkeys((c["method"], c["knob"]) for c in cells):
         cs = [c for c in cells if (c["method"], c["knob"]) == group]
@@ -129,9 +129,10 @@ def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
             rows.append((f"`{v}`", *(f"{m['mean']:.1f} ± {m['se']:.1f}" for m in show), paired,
                          sorted(seeds)))
         head = ("value", *(f"dev {s.upper()}" for s in SPLITS), f"dev OOD − `{ref}`, paired", "seeds")
-        out += [f"**`{group[0]}`, `{group[1]}`**", "", *md_table(head, rows), ""]
-    return ("\n".join(out) + "\nDevelopment scenes only (`studies.update_dev`'s); success in %, mean ± SE "
-            f"over seeds.\n\nCommand: `{command}`\n")
+        commands = ", ".join(f"`{c}`" for c in dict.fromkeys(c.get("command", "–") for c in cs))
+        out += [f"**`{group[0]}`, `{group[1]}`**", "", *md_table(head, rows), "", f"Command: {commands}", ""]
+    return "\n".join(out) + ("\nDevelopment scenes only (`studies.update_dev`'s); success in %, mean ± SE "
+                             "over seeds.\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,10 +178,11 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 res = one_cell(a.method, knob, v, seed, out=a.out, reuse=a.reuse, boots=a.out / "bootstraps",
                                kept=ROOT / "docs" / "results", scenes=scenes, pool=pool)
-                rec.write_text(json.dumps({**res, "reference": values[0]}, indent=1) + "\n")
+                res |= {"reference": values[0], "command": command}
+                rec.write_text(json.dumps(res, indent=1) + "\n")
                 print(f"{a.method} {knob}={v} seed {seed}: dev OOD {_avg(res, 'ood'):.1f} %", flush=True)
                 cells = [json.loads(p.read_text()) for p in sorted((a.results / "knob_dev").glob("*/*.json"))]
-                (a.results / "knob_dev.md").write_text(markdown(cells, command))
+                (a.results / "knob_dev.md").write_text(markdown(cells))
     print((a.results / "knob_dev.md").read_text())
     return 0
 

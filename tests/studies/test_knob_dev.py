@@ -53,10 +53,11 @@ def test_the_table_s_own_cells_can_be_reused_for_its_value(tmp_path: Path) -> No
 def test_the_table_pairs_each_value_with_the_reference_by_seed() -> None:
     def cell(value: str, seed: int, ood: float) -> dict:
         return {"method": "uniform", "knob": "variant_factors", "value": value, "reference": "3",
-                "seed": seed, "id": {"a": 80.0, "b": 90.0}, "ood": {"a": ood, "b": ood + 10}}
+                "command": "cmd", "seed": seed, "id": {"a": 80.0, "b": 90.0},
+                "ood": {"a": ood, "b": ood + 10}}
 
-    md = study.markdown([cell("14", 0, 14), cell("14", 1, 22), cell("3", 0, 10), cell("3", 1, 20)], "cmd")
-    assert "**`uniform`, `variant_factors`**" in md
+    md = study.markdown([cell("14", 0, 14), cell("14", 1, 22), cell("3", 0, 10), cell("3", 1, 20)])
+    assert "**`uniform`, `variant_factors`**" in md and "Command: `cmd`" in md
     lines = md.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("| `"))
     assert lines[first] == "| `3` | 85.0 ± 0.0 | 20.0 ± 5.0 | – | [0, 1] |"  # the reference first
