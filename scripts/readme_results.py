@@ -89,8 +89,10 @@ def avg(split: dict[str, float]) -> float:
 
 
 def ms(x: tuple[float, float], sign: str = "") -> str:
-    """`mean ± se` with one decimal (a typographic minus, as the results pages write it)."""
-    return f"{x[0]:{sign}.1f} ± {x[1]:.1f}".replace("-", "−")
+    """`mean ± se` with one decimal (a typographic minus), from values rounded to two as the results pages
+    round them first (so an unrounded paired SE of 2.1502 reads 2.1 here too)."""
+    mean, se = round(x[0], 2), round(x[1], 2)
+    return f"{mean:{sign}.1f} ± {se:.1f}".replace("-", "−")
 
 
 def paired(recs: dict[str, dict[int, dict]], base: str, other: str) -> tuple[float, float]:
