@@ -81,6 +81,11 @@ class Diagnosis(ContentHashed):
         edit = ", ".join(f"{k} -> {v}" for k, v in self.edit.items()) or "none"
         return f"{self.factor_key} during {self.phase}: {self.explanation} (edit: {edit})"
 
+    def without_context(self) -> Diagnosis:
+        """The same diagnosis with its own factor's edit only (its context, the failing scene's other
+        edited factors, dropped)."""
+        return self.model_copy(update={"edit": {self.factor: self.edit[self.factor]}})
+
 
 class Verdict(BaseModel):
     """Outcome of the targeted-edit vs control test for one diagnosis."""

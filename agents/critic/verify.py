@@ -267,8 +267,7 @@ def without_context(diagnosis: Diagnosis, program: GenerationProgram, run_batch:
     """The diagnosed factor's edit tested alone on `program` (the context's other factors as the program
     draws them), after `first` found the control at its ceiling under the context; the verdict says so
     (`Verdict.context_dropped`) and the counts keep the first test's under `context_*`."""
-    alone = diagnosis.model_copy(update={"edit": {diagnosis.factor: diagnosis.edit[diagnosis.factor]}})
-    again = _verification(alone, program, run_batch, n=n, rng=rng, config=config)
+    again = _verification(diagnosis.without_context(), program, run_batch, n=n, rng=rng, config=config)
     reason = (f"tested without its context (under it the control failed "
               f"{first.verdict.control_failure_rate:.0%}, at its ceiling): {again.verdict.reason}")
     verdict = again.verdict.model_copy(update={"reason": reason, "context_dropped": True})

@@ -250,7 +250,7 @@ def test_a_control_at_its_ceiling_under_the_context_is_tested_again_without_it()
     assert v.status == "validated" and v.context_dropped and "without its context" in v.reason
     assert len(run.calls) == 3 and all(i.factors["color"] != "purple" for i in run.calls[2])
     assert res.counts["context_control_failures"] == 20 and res.counts["control_n"] == 20
-    assert v.diagnosis_id == d.model_copy(update={"edit": {"obj_yaw": (0.45, 0.6)}}).id
+    assert v.diagnosis_id == d.without_context().id and d.without_context().edit == {"obj_yaw": (0.45, 0.6)}
     # a wrong factor under the same context is refuted alone; a diagnosis without context is tested once
     wrong = d.model_copy(update={"factor": "mass", "factor_group": "attribute",
                                  "edit": {"mass": (0.1625, 0.2), "color": "purple"}})

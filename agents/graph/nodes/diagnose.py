@@ -170,8 +170,7 @@ def verify(state: RoundState, deps: Deps) -> dict[str, Any]:
                 rec["verified_on"] = "seed"
                 if verdict.context_dropped:  # what stands is the factor alone: the writer recreates that
                     rec["diagnosed_edit"] = rec["diagnosis"]["edit"]
-                    alone = dx.model_copy(update={"edit": {dx.factor: dx.edit[dx.factor]}})
-                    rec["diagnosis"] = alone.model_dump(mode="json")
+                    rec["diagnosis"] = dx.without_context().model_dump(mode="json")
             except (ValueError, KeyError) as e:  # e.g. no factor left for a control edit
                 rec["verify_error"] = f"{type(e).__name__}: {e}"
                 failures.append(f"{rec['episode']}: verification failed: {rec['verify_error'][:300]}")

@@ -52,8 +52,7 @@ def test_a_diagnosis_verified_without_its_context_stands_without_it(before) -> N
     class Dropped(ScriptedAgents):
         def verify(self, diagnosis, program, run_batch, **kw):
             v = super().verify(diagnosis, program, run_batch, **kw)
-            own = {diagnosis.factor: diagnosis.edit[diagnosis.factor]}
-            alone = diagnosis.model_copy(update={"edit": own})
+            alone = diagnosis.without_context()
             return v.model_copy(update={"context_dropped": True, "diagnosis_id": alone.id})
 
     deps, state = before("verify", agents=Dropped())
