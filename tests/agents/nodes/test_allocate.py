@@ -94,3 +94,15 @@ def test_the_base_arm_can_draw_from_domain_randomization(before, method: str) ->
     assert "domain randomization" in program
     with pytest.raises(ValueError, match="base_arm"):
         dataclasses.replace(seed_deps.config, base_arm="ood")
+
+
+def test_a_variant_that_moves_every_factor_has_an_id_short_enough_to_name_a_file() -> None:
+    """A variant's id names its scene files; moving every factor of a family (`variant_factors` 14) once
+    made one of 270 characters and the run stopped on the file system's limit."""
+    from agents.graph.nodes.arms import VARIANT_ID_MAX, variant_id
+
+    assert variant_id([("obj_x", "low"), ("shape", "block")]) == "var_obj_x_low__shape_block"  # as before
+    every = [(f"factor_{i}", "high") for i in range(14)]
+    other = [*every[:-1], ("factor_13", "low")]
+    assert len(variant_id(every)) == VARIANT_ID_MAX and variant_id(every).startswith("var_factor_0_high__")
+    assert variant_id(every) != variant_id(other) and variant_id(every) == variant_id(list(every))
