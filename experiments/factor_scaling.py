@@ -13,7 +13,10 @@ the extended space nuisance ones too, where the bootstrap policy is at the floor
 factor moved, cycling over the space's factors: the bootstrap shrugs some off and fails on others) — each
 method's average success over families, and CoDA − uniform and CoDA − learnability paired by seed (mean ±
 SE, 95 % t interval): the curve of CoDA − uniform against the size of the space (`factor_scaling.md`,
-`factor_scaling.png`).
+`factor_scaling.png`). Beside them, where its records exist, the oracle of `studies.ceiling --table
+<space>` on the same split (fine-tuned at the same budget on scenes drawn as that split draws them: what
+a generator that knew the test distribution would reach) and the share of its gain over the bootstrap
+that CoDA captures, over the seeds both have.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 from common.cli import command_parser, seed_list, worker_count
 from common.markdown import md_table
 from experiments.table.presets import TABLES
-from experiments.table.record import ROOT, provenance, results_dir
+from experiments.table.record import ROOT, oracle_folder, oracle_name, provenance, results_dir
 from experiments.table.stats import avg_ood, mean_se, ms
 from experiments.table.table_power import load_cells, paired
 
@@ -35,6 +38,7 @@ SPACES = ("core", "extended")  # each the name of its table preset, whose `space
 SPLITS = ("ood", "ood_single")  # the out-of-distribution splits each space is read on
 METHODS = ("coda", "uniform", "learnability", "domain_randomization", "sft")
 CONTRASTS = ("uniform", "learnability")  # CoDA minus each, paired by seed
+ORACLE = "oracle"  # `studies.ceiling` on the split's own distribution, at the table's budget
 
 
 def factors_per_family(space: str) -> float:
@@ -69,9 +73,50 @@ def aggregate(results: Path) -> dict[str, Any]:
                                 "seeds": sorted(read[m])} for m in METHODS if read.get(m)},
                 "coda_minus": {m: paired(read, m, base="coda", per_split=preset.per_split or 10)
                                for m in CONTRASTS}}
+            oracle = oracle_cells(results, space, split)
+            if oracle:
+                splits[split]["methods"][ORACLE] = {"mean_se": mean_se([avg_ood(c) for c in oracle.values()]),
+                                                    "seeds": sorted(oracle)}
+                splits[split]["capture"] = capture(read.get("coda", {}), oracle, boots(folder, split))
         out[space] = {"factors": round(factors_per_family(space), 1), "suite": preset.suite,
                       "table": preset.table, "splits": splits, "by_kind": by_kind(results, space)}
     return {"spaces": out}
+
+
+def oracle_cells(results: Path, space: str, split: str) -> dict[int, dict[str, Any]]:
+    """The oracle's records for `split` in `space` (`studies.ceiling --table <space> --sources <split>
+    --budgets <the table's> --replay yes`, under `<results>/findings/ceiling_<space>/`) by seed, read on
+    `split` as `on_split` reads a cell."""
+    budget = TABLES.get(space).overrides["budget"]
+    folder = results / "findings" / oracle_folder(space)
+    out = {}
+    for path in sorted(folder.glob(f"{oracle_name(split, budget, True, 0).removesuffix('0')}*.json")):
+        rec = json.loads(path.read_text())
+        out[rec["seed"]] = {**rec, "ood": rec[split]}
+    return out
+
+
+def boots(folder: Path, split: str) -> dict[int, dict[str, Any]]:
+    """The table's bootstrap records by seed, read on `split`."""
+    out = {}
+    for path in sorted((folder / "bootstrap").glob("seed*.json")):
+        rec = json.loads(path.read_text())
+        out[rec["seed"]] = {**rec, "ood": rec[split]}
+    return out
+
+
+def capture(coda: dict[int, dict[str, Any]], oracle: dict[int, dict[str, Any]],
+            boot: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
+    """CoDA's gain over the bootstrap as a share of the oracle's, over the seeds all three have: mean gain
+    over mean gain (a ratio of per-seed ratios would divide by one seed's noise); None without a common
+    seed or without an oracle gain."""
+    seeds = sorted(set(coda) & set(oracle) & set(boot))
+    if not seeds:
+        return None
+    g_coda = mean_se([avg_ood(coda[k]) - avg_ood(boot[k]) for k in seeds])
+    g_oracle = mean_se([avg_ood(oracle[k]) - avg_ood(boot[k]) for k in seeds])
+    share = g_coda["mean"] / g_oracle["mean"] if g_oracle["mean"] > 0 else None
+    return {"seeds": seeds, "coda_gain": g_coda, "oracle_gain": g_oracle, "share": share}
 
 
 def moved_kind(scene: Any, space: str) -> str:
@@ -109,6 +154,7 @@ def by_kind(results: Path, space: str) -> dict[str, Any]:
     seeds = {r["seed"] for recs in records.values() for r in recs}
     boots = [folder / "bootstrap" / f"seed{k}.json" for k in sorted(seeds)]  # the methods' own starts
     records["bootstrap"] = [json.loads(p.read_text()) for p in boots if p.exists()]
+    records[ORACLE] = list(oracle_cells(results, space, "ood_single").values())
     kinds: dict[str, str] = {}
     rows: dict[str, dict[str, list[int]]] = {}
     for method, recs in records.items():
@@ -124,7 +170,7 @@ def by_kind(results: Path, space: str) -> dict[str, Any]:
 
 def kind_markdown(space: str, table: dict[str, Any]) -> str:
     """The by-kind table of one space (empty when no record carries outcomes)."""
-    order = [m for m in ("bootstrap", *METHODS) if m in table["rows"]]
+    order = [m for m in ("bootstrap", *METHODS, ORACLE) if m in table["rows"]]
     if not order:
         return ""
     body = []
@@ -147,23 +193,39 @@ def markdown(table: dict[str, Any], meta: dict[str, Any]) -> str:
         ci = f"[{d['ci95'][0]:+.1f}, {d['ci95'][1]:+.1f}]"
         return f"{d['mean']:+.1f} ± {d['se']:.1f} {ci} ({len(d['seeds'])})"
 
-    head = ("space", "factors per family", "suite", "split", *METHODS,
-            *(f"CoDA − {m} (seeds)" for m in CONTRASTS))
+    head = ("space", "factors per family", "suite", "split", *METHODS, ORACLE,
+            *(f"CoDA − {m} (seeds)" for m in CONTRASTS), "CoDA's share of the oracle's gain")
     rows = []
     for space, s in table["spaces"].items():
         for split, t in s["splits"].items():
             rows.append((f"`{space}`", s["factors"], f"`{s['suite']}`", f"`{split}`",
-                         *(ms(t["methods"][m]["mean_se"]) if m in t["methods"] else "–" for m in METHODS),
-                         *(diff(t["coda_minus"][m]) for m in CONTRASTS)))
+                         *(ms(t["methods"][m]["mean_se"]) if m in t["methods"] else "–"
+                           for m in (*METHODS, ORACLE)),
+                         *(diff(t["coda_minus"][m]) for m in CONTRASTS), share(t.get("capture"))))
     notes = ["Success on each space's own frozen suite, averaged over families (%, mean ± SE over seeds): "
              "`ood` moves every factor (in the extended space nuisance ones too), `ood_single` one, cycling "
              "over the space's movable factors. CoDA − method paired by seed (mean ± SE, 95 % t interval, "
              "number of seeds). The issue's targets: on the extended space CoDA − uniform ≥ +10 pp, and the "
              "gap growing with the size of the space.",
+             "Oracle: `studies.ceiling --table <space> --sources <split> --budgets 6 --replay yes` — the "
+             "seed's bootstrap fine-tuned as `sft` is, at the table's budget, on scenes drawn as the split "
+             "draws them (other seeds); its records are under `findings/ceiling_<space>/`. CoDA's share: "
+             "its mean gain over the bootstrap divided by the oracle's, over the seeds both have (the "
+             "issue's target: ≥ 60 %).",
              f"Command: `{meta['command']}` · written at {meta['commit']} · {meta['versions']}"]
     kinds = [kind_markdown(space, s["by_kind"]) for space, s in table["spaces"].items() if s.get("by_kind")]
     return "\n".join(md_table(head, rows)) + "\n\n![factor_scaling](factor_scaling.png)\n\n" + \
         "".join(k + "\n\n" for k in kinds if k) + "\n\n".join(notes) + "\n"
+
+
+def share(c: dict[str, Any] | None) -> str:
+    """CoDA's share of the oracle's gain, with both gains (pp) and the seeds."""
+    if c is None:
+        return "–"
+    gains = f"{c['coda_gain']['mean']:+.1f} of {c['oracle_gain']['mean']:+.1f} pp, {len(c['seeds'])} seeds"
+    if c["share"] is None:
+        return f"– (the oracle gains nothing: {gains})"
+    return f"{100 * c['share']:.0f} % ({gains})"
 
 
 def plot(table: dict[str, Any], path: Path) -> None:
@@ -188,7 +250,8 @@ def plot(table: dict[str, Any], path: Path) -> None:
         ax.set_title(f"`{split}`", fontsize=9)
         ax.set_xlabel("factors per family")
     axes[0].set_ylabel("success, pp (paired)")
-    axes[0].legend(fontsize=8)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -81,6 +81,11 @@ class Diagnosis(ContentHashed):
         edit = ", ".join(f"{k} -> {v}" for k, v in self.edit.items()) or "none"
         return f"{self.factor_key} during {self.phase}: {self.explanation} (edit: {edit})"
 
+    def without_context(self) -> Diagnosis:
+        """The same diagnosis with its own factor's edit only (its context, the failing scene's other
+        edited factors, dropped)."""
+        return self.model_copy(update={"edit": {self.factor: self.edit[self.factor]}})
+
 
 class Verdict(BaseModel):
     """Outcome of the targeted-edit vs control test for one diagnosis."""
@@ -101,6 +106,9 @@ class Verdict(BaseModel):
     # the phase most targeted-batch failures ended in, and the share of them in the diagnosed phase
     observed_phase: str | None = None
     phase_share: float | None = Field(default=None, ge=0.0, le=1.0)
+    # the diagnosis's context (its other edited factors) was dropped: under it the control batch failed at
+    # its ceiling, so the factor was tested alone on the seed distribution (`VerifyConfig.at_ceiling`)
+    context_dropped: bool = False
 
 
 class EpisodeRecord(BaseModel):

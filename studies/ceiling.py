@@ -14,6 +14,11 @@ expert demonstrations each), on scenes drawn from a fixed source:
     ood     every factor out of distribution: the very distribution of the frozen `ood` split, drawn with
             other seeds — an oracle no method has, since none knows the test distribution
     mixed   half `id`, half `ood` scenes each round
+    ood_single  in distribution but for one factor moved out of it, as the frozen `ood_single` split
+            draws them (the factor drawn at random of the ones that split moves): the oracle for that split
+    ood_added   `ood_single` with the moved factor one of the extension's counts (distractors, obstacles,
+            clutter: the scenes that add objects, which no method's rounds lifted, FINDINGS #47); the
+            extended space only. Can the policy learn them at all when every scene holds them?
 
 `budget` is accepted scenes per family per round (Table 1's `default`: 6). With replay, each round
 fine-tunes on every demonstration so far (the bootstrap's and each round's) instead of the round's alone.
@@ -44,23 +49,49 @@ from common.cli import command_parser
 from experiments.table import suites as frozen
 from experiments.table.cells import cell_config, evaluate, shared_bootstrap
 from experiments.table.presets import TABLES
-from experiments.table.record import ROOT, RUNS_RESULTS, provenance, sha256
+from experiments.table.record import (
+    ROOT,
+    RUNS_RESULTS,
+    SCENES,
+    oracle_folder,
+    oracle_name,
+    provenance,
+    sha256,
+)
 from experiments.table.stats import mean_se
 
-SOURCES = ("id", "mixed", "ood")
+SOURCES = ("id", "mixed", "ood", "ood_single", "ood_added")
 CEILING_SEED = 8_200_000  # the oracle's training scenes: disjoint from the suites' and the loop's seeds
 RESULTS = RUNS_RESULTS / "findings"  # the committed records: --results docs/results/findings
 
 
-def draw(family: str, source: str, round_no: int, i: int, attempt: int) -> Any:
-    """Candidate training scene `i` of round `round_no` (deterministic, shared by every policy seed)."""
+def draw(family: str, source: str, round_no: int, i: int, attempt: int, space: str = "core") -> Any:
+    """Candidate training scene `i` of round `round_no` in factor space `space` (deterministic, shared by
+    every policy seed)."""
     from sim.families import get_family
 
     fam = get_family(family)
     ood = source == "ood" or (source == "mixed" and i % 2 == 1)
     rng = np.random.default_rng([CEILING_SEED, frozen.FAMILIES.index(family), round_no, i, attempt])
     seed = CEILING_SEED + 100_000 * round_no + 100 * i + attempt
-    return fam.make_scene(fam.sample_factors(rng, ood=ood), seed=seed)
+    values = fam.sample_factors(rng, ood=ood, space=space)
+    if source in ("ood_single", "ood_added"):  # the frozen split's rule, with this study's own numbers
+        movable = frozen.movable_ood(fam, space)
+        if source == "ood_added":
+            movable = [f for f in movable if f.name in added_counts()]
+            if not movable:
+                raise ValueError(f"the {space} space has no count that adds objects: ood_added needs "
+                                 "--table extended")
+        f = movable[int(rng.integers(len(movable)))]
+        values[f.group][f.name] = f.sample(rng, ood=True)
+    return fam.make_scene(values, seed=seed)
+
+
+def added_counts() -> frozenset[str]:
+    """The extension's factors that add objects to a scene (distractors, obstacles, clutter)."""
+    from sim.extension import EXTENSION_NAMES
+
+    return frozenset(n for n in EXTENSION_NAMES if n.endswith("_count"))
 
 
 def _demo(spec_json: str, out: str) -> bool:
@@ -76,13 +107,13 @@ def _demo(spec_json: str, out: str) -> bool:
 
 
 def demos(families: Sequence[str], source: str, round_no: int, budget: int, out: Path, pool: Any,
-          max_draws: int = 20) -> list[Path]:
+          max_draws: int = 20, space: str = "core") -> list[Path]:
     """`budget` valid scenes per family for one round, with their expert demos (cached under `out`)."""
     paths = []
     for family in families:
         for i in range(budget):
             for start in range(0, max_draws, 2):
-                cands = [draw(family, source, round_no, i, a) for a in range(start, start + 2)]
+                cands = [draw(family, source, round_no, i, a, space) for a in range(start, start + 2)]
                 files = [out / f"{family}_r{round_no}_{i:02d}_{a}" for a in range(start, start + 2)]
                 done = [f for f in files if f.with_suffix(".npz").exists()]
                 if done:
@@ -115,21 +146,23 @@ def run_one(source: str, budget: int, seed: int, *, replay: bool, out: Path, boo
     seen = sorted((boot_run / "episodes" / "round_00").glob("demo_*.npz")) if replay else []
     t0 = time.perf_counter()
     trainer, policy = PolicyTrainer(cfg.learn, seed=seed), boot
-    work = out / cell_name(source, budget, replay, seed)
+    work = out / oracle_name(source, budget, replay, seed)
     work.mkdir(parents=True, exist_ok=True)
     for r in range(1, cfg.rounds + 1):
-        eps = demos(cfg.families, source, r, budget, out / "demos" / source, pool)
+        folder = source if cfg.space == "core" else f"{source}_{cfg.space}"  # a space's draws apart
+        eps = demos(cfg.families, source, r, budget, out / "demos" / folder, pool, space=cfg.space)
         nxt = work / f"round_{r:02d}.safetensors"
         seen += eps
         trainer.finetune(policy, seen if replay else eps, nxt)
         policy = nxt
     scenes = frozen.suite(cfg.families, per_split=per_split, set_name=preset.suite)
-    final = evaluate(policy, scenes, cfg.seed, pool, cfg.rollout_max_steps)
+    final = evaluate(policy, scenes, cfg.seed, pool, cfg.rollout_max_steps, outcomes=True)
     return {"source": source, "budget": budget, "replay": replay, "seed": seed, "rounds": cfg.rounds,
             **({} if table == "default" else {"table": table, "suite": preset.suite, "per_split": per_split}),
             "finetune_steps": cfg.learn.finetune_steps, "families": list(cfg.families),
             "bootstrap_sha256": sha256(boot),
             **{split: {f: final[f][split] for f in cfg.families} for split in frozen.SPLITS},
+            "scenes": final[SCENES],  # each episode's outcome (`cells.scene_outcomes` reads them by scene)
             "wall_s": round(time.perf_counter() - t0, 1), "code_commit": provenance("")["commit"]}
 
 
@@ -152,23 +185,18 @@ def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
         lines.append(f"| {source} | {budget} | {data} | " + " | ".join(shown) + f" | {seeds} |")
     meta = provenance(command)
     commits = sorted({c["code_commit"] for c in cells})
-    per_split = sorted({c.get("per_split") or 10 for c in cells})
-    return ("\n".join(lines) + f"\n\nSuccess in % on the frozen suites ({'/'.join(map(str, per_split))} scenes "
-            "per family and split), "
-            "mean ± standard error over seeds, averaged over the four families; every row starts from the "
-            "seed's shared Table 1 bootstrap and fine-tunes as the `sft` method does. Command: "
+    sizes = "/".join(str(n) for n in sorted({c.get("per_split") or 10 for c in cells}))
+    return ("\n".join(lines) + f"\n\nSuccess in % on the frozen suites ({sizes} scenes per family and "
+            "split), mean ± standard error over seeds, averaged over the four families; every row starts "
+            "from the seed's shared Table 1 bootstrap and fine-tunes as the `sft` method does. Command: "
             f"`{command}` · computed at {', '.join(commits)} · {meta['versions']}\n")
-
-
-def cell_name(source: str, budget: int, replay: bool, seed: int) -> str:
-    return f"{source}_b{budget}{'_replay' if replay else ''}_seed{seed}"
 
 
 def _cell(source: str, budget: int, replay: bool, seed: int, a: argparse.Namespace, pool: Any,
           per_split: int | None, command: str) -> None:
     """One (source, budget, replay, seed) unless recorded; the table rebuilt after it."""
-    folder = a.results / records_folder(a.table)
-    rec = folder / f"{cell_name(source, budget, replay, seed)}.json"
+    folder = a.results / oracle_folder(a.table)
+    rec = folder / f"{oracle_name(source, budget, replay, seed)}.json"
     if rec.exists():
         return
     kept = ROOT / "docs" / "results" if TABLES.get(a.table).bootstraps else None
@@ -176,15 +204,10 @@ def _cell(source: str, budget: int, replay: bool, seed: int, a: argparse.Namespa
                   per_split=per_split, table=a.table, kept=kept)
     rec.write_text(json.dumps(res, indent=1) + "\n")
     ood = sum(res["ood"].values()) / len(res["ood"])
-    name = cell_name(source, budget, replay, seed)
+    name = oracle_name(source, budget, replay, seed)
     print(f"{name}: avg OOD {ood:.1f} % ({res['wall_s']:.0f} s)", flush=True)
     cells = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
-    (a.results / f"{records_folder(a.table)}.md").write_text(markdown(cells, command))
-
-
-def records_folder(table: str) -> str:
-    """Where a table size's oracle records go: `ceiling/` for Table 1's default, `ceiling_<table>/` else."""
-    return "ceiling" if table == "default" else f"ceiling_{table}"
+    (a.results / f"{oracle_folder(a.table)}.md").write_text(markdown(cells, command))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,14 +249,14 @@ def main(argv: list[str] | None = None) -> int:
     command = ("python -m studies.ceiling " + " ".join(given)).strip()
     per_split = TABLES.get(a.table).per_split
     a.bootstraps = a.bootstraps or ROOT / "runs" / f"table1_{a.table}"
-    (a.results / records_folder(a.table)).mkdir(parents=True, exist_ok=True)
+    (a.results / oracle_folder(a.table)).mkdir(parents=True, exist_ok=True)
     with EpisodePool(2) as pool:
         for seed in range(a.seeds):
             for replay in replays:
                 for budget in budgets:
                     for source in sources:
                         _cell(source, budget, replay, seed, a, pool, per_split, command)
-    print((a.results / f"{records_folder(a.table)}.md").read_text())
+    print((a.results / f"{oracle_folder(a.table)}.md").read_text())
     return 0
 
 

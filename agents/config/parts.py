@@ -210,6 +210,10 @@ class VerifyConfig:
     # the control batch: "other" — another factor moved by the same amount; "moveback" — the diagnosed
     # factor left at the program's own (in-distribution) values, everything else as in the targeted batch
     control: Literal["other", "moveback"] = "other"
+    # a diagnosis held under a context (its failing scene's other OOD factors) whose control batch fails at
+    # its ceiling: "inconclusive" as it stands, or "without_context" — test the factor again alone, on the
+    # seed distribution, and take that verdict (the diagnosis then stands without its context)
+    at_ceiling: Literal["inconclusive", "without_context"] = "inconclusive"
     # edit bounds and band width, as the critic uses them (in a run: the run's `critic`, set by the loop)
     critic: CriticConfig = field(default_factory=CriticConfig)
 
@@ -224,6 +228,9 @@ class VerifyConfig:
             raise ValueError(f"verify.count must be 'any' or 'named', got {self.count!r}")
         if self.control not in ("other", "moveback"):
             raise ValueError(f"verify.control must be 'other' or 'moveback', got {self.control!r}")
+        if self.at_ceiling not in ("inconclusive", "without_context"):
+            raise ValueError(f"verify.at_ceiling must be 'inconclusive' or 'without_context', got "
+                             f"{self.at_ceiling!r}")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -86,6 +86,10 @@ class RunConfig:
     llm_base_url: str = ""
     # domain randomization: widen each numeric in-distribution range by this fraction of its width per side
     dr_widen: float = 0.5
+    # what the diagnosis-driven methods' base arm draws from (`MethodConfig.seed_arm`): "seed", the seed
+    # distribution, or "dr", domain randomization's widened program — its modes and variants then add to
+    # the strongest simple baseline's scenes instead of the seed distribution's
+    base_arm: Literal["seed", "dr"] = "seed"
     # uniform/scalar variants: new variants proposed per family per round
     variants: int = 2
     # factors every variant moves past its training range at once (uniform, scalar, and the exploration
@@ -145,6 +149,8 @@ class RunConfig:
         if self.learn.sft_steps < 0 or (self.learn.sft_steps == 0 and not self.learn.init_policy):
             raise ValueError(f"learn.sft_steps = {self.learn.sft_steps}: the bootstrap needs SFT steps >= 1, "
                              "or 0 with learn.init_policy (a policy to start from as given)")
+        if self.base_arm not in ("seed", "dr"):
+            raise ValueError(f"base_arm must be 'seed' or 'dr', got {self.base_arm!r}")
         if self.variant_factors < 1:
             raise ValueError(f"need variant_factors >= 1 (the factors a variant moves), got "
                              f"{self.variant_factors}")

@@ -246,7 +246,38 @@ def observed(counts: dict[str, int]) -> tuple[str | None, float | None]:
 
 def run_verification(diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch, *, n: int,
                      rng: np.random.Generator, config: VerifyConfig = VerifyConfig()) -> Verification:
-    """Build both batches, run them in one `run_batch` call, count, test."""
+    """Build both batches, run them in one `run_batch` call, count, test; with `config.at_ceiling`
+    "without_context", a diagnosis whose control failed at its ceiling under its context is tested again
+    alone (`without_context`)."""
+    first = _verification(diagnosis, program, run_batch, n=n, rng=rng, config=config)
+    context = len(diagnosis.edit) > 1
+    if config.at_ceiling == "without_context" and context and at_ceiling(first.verdict, config):
+        return without_context(diagnosis, program, run_batch, first, n=n, rng=rng, config=config)
+    return first
+
+
+def at_ceiling(verdict: Verdict, config: VerifyConfig) -> bool:
+    """Inconclusive because the control batch failed more often than 1 − `min_effect` (`decide`)."""
+    return verdict.status == "inconclusive" and verdict.control_failure_rate > 1.0 - config.min_effect
+
+
+def without_context(diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch,
+                    first: Verification, *, n: int, rng: np.random.Generator,
+                    config: VerifyConfig) -> Verification:
+    """The diagnosed factor's edit tested alone on `program` (the context's other factors as the program
+    draws them), after `first` found the control at its ceiling under the context; the verdict says so
+    (`Verdict.context_dropped`) and the counts keep the first test's under `context_*`."""
+    again = _verification(diagnosis.without_context(), program, run_batch, n=n, rng=rng, config=config)
+    reason = (f"tested without its context (under it the control failed "
+              f"{first.verdict.control_failure_rate:.0%}, at its ceiling): {again.verdict.reason}")
+    verdict = again.verdict.model_copy(update={"reason": reason, "context_dropped": True})
+    before = {f"context_{k}": v for k, v in first.counts.items()}
+    return dataclasses.replace(again, verdict=verdict, counts={**again.counts, **before})
+
+
+def _verification(diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch, *, n: int,
+                  rng: np.random.Generator, config: VerifyConfig) -> Verification:
+    """One test: both batches in one `run_batch` call, counted, decided."""
     items, shell = build_batches(diagnosis, program, n, rng, config)
     counts = count(items, list(run_batch(items)), diagnosis.phase)
     key = "failures" if config.count == "any" else "phase_failures"

@@ -144,6 +144,16 @@ def rounds_wall_s(rows: list[dict[str, Any]]) -> float | None:
     return round(sum(w for w in walls if w is not None), 1) if any(w is not None for w in walls) else None
 
 
+def oracle_name(source: str, budget: int, replay: bool, seed: int) -> str:
+    """The record name of one oracle cell of `studies.ceiling` (`<source>_b<budget>[_replay]_seed<k>`)."""
+    return f"{source}_b{budget}{'_replay' if replay else ''}_seed{seed}"
+
+
+def oracle_folder(table: str) -> str:
+    """Where a table size's oracle records go: `ceiling/` for Table 1's default, `ceiling_<table>/` else."""
+    return "ceiling" if table == "default" else f"ceiling_{table}"
+
+
 def results_dir(given: Path | None, commit: bool = False) -> Path:
     """`--results` as given, else `RUNS_RESULTS`; `--commit` without `--results` is a ValueError (what is
     committed is written only where the command line says)."""

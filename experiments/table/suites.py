@@ -106,7 +106,7 @@ class SuiteScene:
         return SceneSpec.from_json((folder(self.suite_set) / self.path).read_text())
 
 
-def _movable_ood(fam: Any, space: str = "core") -> list[Any]:
+def movable_ood(fam: Any, space: str = "core") -> list[Any]:
     """Factors of `space` an `ood_single` scene can move: spatial and attribute ones with an OOD part, and
     the extension's counts (distractors, obstacles, clutter: task factors, but nuisances of the scene)."""
     from sim.extension import EXTENSION_NAMES
@@ -127,7 +127,7 @@ def draw(family: str, split: str, i: int, attempt: int, set_name: str = DEFAULT_
     seed = s.seed + 10_000 * SPLITS.index(split) + 100 * i + attempt
     values = fam.sample_factors(rng, ood=split == "ood", space=s.space)
     if split == "ood_single":
-        movable = _movable_ood(fam, s.space)
+        movable = movable_ood(fam, s.space)
         f = movable[i % len(movable)]
         values[f.group][f.name] = f.sample(rng, ood=True)  # from the shell outside the ID range
     spec = fam.make_scene(values, seed=seed)

@@ -227,3 +227,38 @@ def test_the_moveback_control_keeps_the_diagnosed_factor_in_range_and_moves_noth
     assert v.status == "validated"  # yaw moved back mostly below 0.4: the failures go
     with pytest.raises(ValueError, match="control must be"):
         VerifyConfig(control="nothing")  # type: ignore[arg-type]
+
+
+def lethal_colour(f: dict) -> float:
+    """Purple objects always fail (a lethal nuisance); otherwise yaw matters as in `yaw_matters`."""
+    return 1.0 if f["color"] == "purple" else yaw_matters(f)
+
+
+def test_a_control_at_its_ceiling_under_the_context_is_tested_again_without_it():
+    """Under a lethal context both batches fail every episode: no evidence either way. With
+    `at_ceiling="without_context"` the factor is tested alone on the program and that verdict stands,
+    marked, with the first test's counts kept."""
+    d = Diagnosis(episode_id="e", factor_group="spatial", factor="obj_yaw", phase="grasp", explanation="x",
+                  edit={"obj_yaw": (0.45, 0.6), "color": "purple"}, side="high")
+    run = FactorRunBatch(lethal_colour, phase="grasp", base=0.1)
+    first = run_verification(d, GEN, run, n=20, rng=np.random.default_rng(0), config=VerifyConfig())
+    assert first.verdict.status == "inconclusive" and "ceiling" in first.verdict.reason
+    assert not first.verdict.context_dropped and len(run.calls) == 1
+    res = run_verification(d, GEN, run, n=20, rng=np.random.default_rng(0),
+                           config=VerifyConfig(at_ceiling="without_context"))
+    v = res.verdict
+    assert v.status == "validated" and v.context_dropped and "without its context" in v.reason
+    assert len(run.calls) == 3 and all(i.factors["color"] != "purple" for i in run.calls[2])
+    assert res.counts["context_control_failures"] == 20 and res.counts["control_n"] == 20
+    assert v.diagnosis_id == d.without_context().id and d.without_context().edit == {"obj_yaw": (0.45, 0.6)}
+    # a wrong factor under the same context is refuted alone; a diagnosis without context is tested once
+    wrong = d.model_copy(update={"factor": "mass", "factor_group": "attribute",
+                                 "edit": {"mass": (0.1625, 0.2), "color": "purple"}})
+    cfg = VerifyConfig(at_ceiling="without_context", control_factor="obj_yaw")
+    assert verify(wrong, GEN, run, n=20, rng=np.random.default_rng(0), config=cfg).status == "refuted"
+    alone = FactorRunBatch(lambda f: 1.0, phase="grasp")
+    once = run_verification(dx(), GEN, alone, n=8, rng=np.random.default_rng(0),
+                            config=VerifyConfig(at_ceiling="without_context"))
+    assert once.verdict.status == "inconclusive" and len(alone.calls) == 1
+    with pytest.raises(ValueError, match="at_ceiling"):
+        VerifyConfig(at_ceiling="retry")  # type: ignore[arg-type]

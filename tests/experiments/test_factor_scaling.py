@@ -65,3 +65,27 @@ def test_ood_single_is_read_by_the_kind_of_factor_each_scene_moves(tmp_path: Pat
     n = kinds["distractor"]
     assert f"| `distractor` | {n} | 100 ({n}) | 0 ({n}) |" in md
     assert fs.by_kind(tmp_path, "core") == {"kinds": {}, "rows": {}}  # no core table here
+
+
+def test_the_oracle_stands_beside_the_methods_with_the_share_of_its_gain_coda_takes(tmp_path: Path) -> None:
+    folder = tmp_path / "table1_core"
+    (folder / "bootstrap").mkdir(parents=True)
+    oracle = tmp_path / "findings" / "ceiling_core"
+    oracle.mkdir(parents=True)
+    for seed in range(2):
+        _cell(folder, "coda", seed, 14.0 + seed)  # 4 pp over the bootstrap at either seed
+        boot = {"seed": seed, **{s: {"a": 10.0 + seed, "b": 10.0 + seed} for s in ("ood", "id")},
+                "ood_single": {"a": 60.0, "b": 60.0}}
+        (folder / "bootstrap" / f"seed{seed}.json").write_text(json.dumps(boot))
+        rec = {"source": "ood", "budget": 6, "replay": True, "seed": seed, "ood": {"a": 30.0, "b": 30.0},
+               "id": {"a": 80.0, "b": 80.0}, "ood_single": {"a": 0.0, "b": 0.0}}
+        (oracle / f"ood_b6_replay_seed{seed}.json").write_text(json.dumps(rec))
+    (oracle / "ood_b6_seed0.json").write_text(json.dumps({**rec, "replay": False, "seed": 7}))  # not read
+    table = fs.write(tmp_path, "cmd")
+    ood = table["spaces"]["core"]["splits"]["ood"]
+    assert ood["methods"]["oracle"]["seeds"] == [0, 1] and ood["methods"]["oracle"]["mean_se"]["mean"] == 30.0
+    c = ood["capture"]  # CoDA gains 4 of the oracle's 19.5 on average
+    assert c["seeds"] == [0, 1] and c["share"] == 4.0 / 19.5
+    assert "ood_single" not in {k for k, v in table["spaces"]["core"]["splits"].items() if "capture" in v}
+    md = (tmp_path / "factor_scaling.md").read_text()
+    assert "| 30.0 ± 0.0 | – | – | 21 % (+4.0 of +19.5 pp, 2 seeds) |" in md

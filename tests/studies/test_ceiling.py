@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from experiments.table import suites as frozen
+from experiments.table.record import oracle_folder
 from studies import ceiling
 
 
@@ -27,10 +28,34 @@ def test_sources_draw_the_distribution_they_name():
         assert mixed[0] == mixed[2] == 0 and mixed[1] >= 2 and mixed[3] >= 2
 
 
+def test_ood_single_moves_one_factor_the_frozen_split_moves_in_either_space():
+    from sim.families import get_family
+
+    for family in frozen.FAMILIES:
+        assert len(_outside(family, ceiling.draw(family, "ood_single", 1, 0, 0))) == 1
+        fam = get_family(family)
+        movable = {f.name for f in frozen.movable_ood(fam, "extended")}
+        moved = set()
+        for i in range(12):
+            spec = ceiling.draw(family, "ood_single", 1, i, 0, space="extended")
+            flat = fam.flat(spec.factors)
+            out = [f.name for f in fam.schema("extended") if not f.contains(flat[f.name], ood=False)]
+            assert len(out) == 1 and out[0] in movable
+            moved |= set(out)
+        assert len(moved) > 3  # drawn at random, not always the same factor
+        for i in range(6):  # one count moved out of its point range (0), nothing else
+            flat = fam.flat(ceiling.draw(family, "ood_added", 1, i, 0, space="extended").factors)
+            out = [f.name for f in fam.schema("extended") if not f.contains(flat[f.name], ood=False)]
+            assert len(out) == 1 and out[0] in ceiling.added_counts() and flat[out[0]] >= 1
+    with pytest.raises(ValueError, match="needs --table extended"):
+        ceiling.draw("pick_place", "ood_added", 1, 0, 0)
+
+
 def test_training_scenes_are_never_suite_scenes():
     suite_seeds = {s.load().seed for name in frozen.SETS for s in frozen.suite(set_name=name)}
-    ours = {ceiling.draw(f, src, r, i, a).seed for f in frozen.FAMILIES for src in ceiling.SOURCES
-            for r in (1, 2) for i in range(3) for a in range(2)}
+    ours = {ceiling.draw(f, src, r, i, a, "extended" if src == "ood_added" else "core").seed
+            for f in frozen.FAMILIES for src in ceiling.SOURCES for r in (1, 2) for i in range(3)
+            for a in range(2)}
     assert not ours & suite_seeds
     assert ceiling.draw("pick_place", "ood", 2, 1, 0) == ceiling.draw("pick_place", "ood", 2, 1, 0)
 
@@ -54,4 +79,4 @@ def test_cli_refuses_bad_input(args: list[str], capsys: pytest.CaptureFixture[st
 
 
 def test_another_table_size_keeps_its_records_apart():
-    assert ceiling.records_folder("default") == "ceiling" and ceiling.records_folder("core") == "ceiling_core"
+    assert oracle_folder("default") == "ceiling" and oracle_folder("core") == "ceiling_core"

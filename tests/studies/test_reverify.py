@@ -32,3 +32,24 @@ def test_bad_input_is_refused_with_a_message(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit):
         reverify.main([str(tmp_path)])
     assert "not a run directory" in capsys.readouterr().err
+
+
+def test_the_summary_counts_verdict_changes_and_lists_the_diagnoses_tested_without_context(tmp_path: Path,
+                                                                                          capsys) -> None:
+    import json
+
+    def row(recorded: str, status: str, dropped: bool) -> dict:
+        return {"family": "pick_place", "factor": "obj_y", "context": ["color"] if dropped else [],
+                "recorded": recorded, "recorded_rates": [1.0, 1.0], "status": status, "rates": [0.5, 0.0],
+                "context_dropped": dropped}
+
+    res = {"run": "/r/coda_seed0", "round": 2, "control": "other", "count": "any",
+           "at_ceiling": "without_context", "n": 12,
+           "rows": [row("inconclusive", "validated", True), row("refuted", "refuted", False)]}
+    (tmp_path / "a.json").write_text(json.dumps(res))
+    assert reverify.main([str(tmp_path), "--summarize"]) == 0
+    md = capsys.readouterr().out
+    assert "2 diagnoses of 1 run rounds" in md and "| inconclusive | validated | 1 |" in md
+    assert "| coda_seed0 | 2 | pick_place | `obj_y` | 1 | 100% vs 100% | 50% vs 0% | validated |" in md
+    assert reverify.main([str(tmp_path / "none"), "--summarize"]) == 2
+    assert capsys.readouterr().err.startswith("error: ")

@@ -62,10 +62,19 @@ def _seed_arm(deps: Deps, family: str) -> ArmPrograms:
     return {"mode_id": "seed", "program": gen, "train_program": train, "template": ""}
 
 
+def _dr_arm(deps: Deps, family: str) -> ArmPrograms:
+    """Domain randomization's arm: the seed arm with every range widened (`dr_program`)."""
+    prog = save_program(deps, dr_program(seed_generation(family), deps.config.dr_widen), 0)
+    return {**_seed_arm(deps, family), "mode_id": "dr", "program": prog}
+
+
 def _base_arms(deps: Deps, family: str) -> list[ArmPrograms]:
-    """What a diagnosis-driven family's arms start from: the seed arm, or nothing with
-    `MethodConfig.seed_arm` off (modes and exploration variants then take the whole budget)."""
-    return [_seed_arm(deps, family)] if deps.config.method_config.seed_arm else []
+    """What a diagnosis-driven family's arms start from: the seed arm (domain randomization's with
+    `RunConfig.base_arm` "dr"), or nothing with `MethodConfig.seed_arm` off (modes and exploration variants
+    then take the whole budget)."""
+    if not deps.config.method_config.seed_arm:
+        return []
+    return [_dr_arm(deps, family) if deps.config.base_arm == "dr" else _seed_arm(deps, family)]
 
 
 def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -> list[ArmPrograms]:
@@ -270,8 +279,7 @@ def _family_slots(deps: Deps, state: RoundState, family: str, round_no: int) -> 
     if gen == "seed":
         arms = [_seed_arm(deps, family)]
     elif gen == "domain_randomization":
-        prog = save_program(deps, dr_program(seed_generation(family), cfg.dr_widen), 0)
-        arms = [{**_seed_arm(deps, family), "mode_id": "dr", "program": prog}]
+        arms = [_dr_arm(deps, family)]
     elif gen == "uniform":
         arms = _random_variants(deps, family, round_no, max(1, min(cfg.variants, cfg.max_arms)), "uniform")
     elif gen == "scalar":

@@ -4,6 +4,7 @@ variants, composites of difficulty modes). Programs are stored as `programs.rend
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,10 +92,18 @@ def template_made(mode_id: str) -> bool:
     return mode_id in ("seed", "dr") or mode_id.startswith(("var_", "mix_"))
 
 
+VARIANT_ID_MAX = 120  # longer ids (a variant moving every factor) are cut and end in a hash of the whole
+
+
 def variant_id(moves: Sequence[tuple[str, Any]]) -> str:
     """Mode id of a variant: `var_<factor>_<side or value>` per moved factor, joined by `__`
-    (`var_obj_x_low`, `var_obj_x_low__shape_block`)."""
-    return "var_" + "__".join(f"{slug(f)}_{slug(str(side))}" for f, side in moves)
+    (`var_obj_x_low`, `var_obj_x_low__shape_block`); past `VARIANT_ID_MAX` characters cut and ended with
+    the whole id's hash (file names are made of it, and a variant that moves a family's every factor
+    would name a file over the file system's 255 bytes)."""
+    whole = "var_" + "__".join(f"{slug(f)}_{slug(str(side))}" for f, side in moves)
+    if len(whole) <= VARIANT_ID_MAX:
+        return whole
+    return f"{whole[:VARIANT_ID_MAX - 13]}_{hashlib.sha256(whole.encode()).hexdigest()[:12]}"
 
 
 def variant_program(base: GenerationProgram, moves: Sequence[tuple[str, Any]],

@@ -168,6 +168,9 @@ def verify(state: RoundState, deps: Deps) -> dict[str, Any]:
                                              n=deps.config.verify_n, alpha=deps.config.verify_alpha, rng=rng)
                 rec["verdict"] = verdict.model_dump(mode="json")
                 rec["verified_on"] = "seed"
+                if verdict.context_dropped:  # what stands is the factor alone: the writer recreates that
+                    rec["diagnosed_edit"] = rec["diagnosis"]["edit"]
+                    rec["diagnosis"] = dx.without_context().model_dump(mode="json")
             except (ValueError, KeyError) as e:  # e.g. no factor left for a control edit
                 rec["verify_error"] = f"{type(e).__name__}: {e}"
                 failures.append(f"{rec['episode']}: verification failed: {rec['verify_error'][:300]}")

@@ -3,6 +3,8 @@ config says; only the arms differ."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from agents.config import METHODS
@@ -76,3 +78,31 @@ def test_the_composition_link_can_be_turned_off(before, monkeypatch, method: str
     deps, state = before("allocate", method)
     call(allocate, state, deps)
     assert bool(asked) == composed
+
+
+@pytest.mark.parametrize("method", ["coda", "critic_no_memory"])
+def test_the_base_arm_can_draw_from_domain_randomization(before, method: str) -> None:
+    """`RunConfig.base_arm` "dr": the diagnosis-driven methods' base arm is domain randomization's (every
+    range widened), not the seed distribution; the rest of the arms and the budget are as before."""
+    seed_deps, state = before("allocate", method)
+    dr_deps, _ = before("allocate", method, base_arm="dr")
+    seeded, widened = call(allocate, state, seed_deps)["slots"], call(allocate, state, dr_deps)["slots"]
+    assert [s["mode_id"] for s in seeded][0] == "seed" and [s["mode_id"] for s in widened][0] == "dr"
+    assert [s["mode_id"] for s in seeded][1:] == [s["mode_id"] for s in widened][1:]
+    assert [s["n"] for s in seeded] == [s["n"] for s in widened]
+    program = (dr_deps.run.root / widened[0]["program"]).read_text()
+    assert "domain randomization" in program
+    with pytest.raises(ValueError, match="base_arm"):
+        dataclasses.replace(seed_deps.config, base_arm="ood")
+
+
+def test_a_variant_that_moves_every_factor_has_an_id_short_enough_to_name_a_file() -> None:
+    """A variant's id names its scene files; moving every factor of a family (`variant_factors` 14) once
+    made one of 270 characters and the run stopped on the file system's limit."""
+    from agents.graph.nodes.arms import VARIANT_ID_MAX, variant_id
+
+    assert variant_id([("obj_x", "low"), ("shape", "block")]) == "var_obj_x_low__shape_block"  # as before
+    every = [(f"factor_{i}", "high") for i in range(14)]
+    other = [*every[:-1], ("factor_13", "low")]
+    assert len(variant_id(every)) == VARIANT_ID_MAX and variant_id(every).startswith("var_factor_0_high__")
+    assert variant_id(every) != variant_id(other) and variant_id(every) == variant_id(list(every))

@@ -4,7 +4,7 @@ distribution, written into its file."""
 from __future__ import annotations
 
 from agents.graph.nodes.diagnose import verify
-from agents.graph.rundir import read_json
+from agents.graph.rundir import read_json, write_json
 from tests.agents.graphkit import call
 from tests.fakes.agents import ScriptedAgents
 
@@ -41,3 +41,29 @@ def test_with_verification_ablated_every_diagnosis_is_accepted_unverified(before
     assert v["status"] == "validated" and v["n"] == 0 and v["test"] == "none"
     assert "verification ablated" in v["reason"]
     assert not [c for c in deps.agents.calls if c[0] == "verify"] and deps.meter.episodes == 0
+
+
+def test_a_diagnosis_verified_without_its_context_stands_without_it(before) -> None:
+    """`VerifyConfig.at_ceiling="without_context"`: when the verdict says the context was dropped, the
+    record's diagnosis becomes the factor's edit alone (what the writer recreates), the diagnosed edit
+    kept beside it, and the verdict names that diagnosis."""
+    from memory.types import Diagnosis
+
+    class Dropped(ScriptedAgents):
+        def verify(self, diagnosis, program, run_batch, **kw):
+            v = super().verify(diagnosis, program, run_batch, **kw)
+            alone = diagnosis.without_context()
+            return v.model_copy(update={"context_dropped": True, "diagnosis_id": alone.id})
+
+    deps, state = before("verify", agents=Dropped())
+    path = deps.run.root / state["diagnoses"][0]
+    rec = read_json(path)
+    dx = Diagnosis.model_validate(rec["diagnosis"])
+    held = dx.model_copy(update={"edit": {**dx.edit, "color": "purple"}})  # the failing scene's context
+    write_json(path, {**rec, "diagnosis": held.model_dump(mode="json")})
+    call(verify, state, deps)
+    rec = read_json(path)
+    assert rec["diagnosed_edit"] == held.model_dump(mode="json")["edit"]
+    assert list(rec["diagnosis"]["edit"]) == [dx.factor]
+    assert Diagnosis.model_validate(rec["diagnosis"]).id == rec["verdict"]["diagnosis_id"]
+    assert rec["verdict"]["context_dropped"]

@@ -1,0 +1,73 @@
+"""The knob study: each cell is the core table's cell of one method with only one RunConfig knob changed;
+the table's own cells can be reused for the table's value; the table pairs each value with the first by
+seed; bad input is refused before any work. The measurement itself (a three-round loop per cell) is
+`python -m studies.knob_dev`."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from studies import knob_dev as study
+
+
+def test_a_value_changes_only_its_knob_of_the_core_cell() -> None:
+    lp, both = study.knob_config("coda", "allocation.score", "lp", 1), \
+        study.knob_config("coda", "allocation.score", "lp+learnability", 1)
+    assert lp.method == "coda" and lp.seed == 1 and lp.rounds == 3 and lp.allocation.score == "lp"
+    assert both.allocation.score == "lp+learnability"
+    assert dataclasses.replace(both, allocation=lp.allocation) == lp
+    wide = study.knob_config("uniform", "variant_factors", "14", 0)
+    assert wide.method == "uniform" and wide.variant_factors == 14
+    assert dataclasses.replace(wide, variant_factors=3) == \
+        study.knob_config("uniform", "variant_factors", "3", 0)
+    assert study.knob_config("coda", "verify.at_ceiling", "without_context", 0).verify.at_ceiling == \
+        "without_context"
+
+
+@pytest.mark.parametrize("knob, value, message", [
+    ("variant_factor", "3", "no field 'variant_factor' in RunConfig"),
+    ("variant_factors", "three", "not a int"),
+    ("variant_factors", "0", "variant_factors >= 1"),
+    ("allocation.score", "regret", "regret"),
+    ("learn.policy", "x", "not a number, flag or word")])
+def test_a_knob_or_value_that_does_not_fit_is_refused(knob, value, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        study.knob_config("coda", knob, value, 0)
+
+
+def test_the_table_s_own_cells_can_be_reused_for_its_value(tmp_path: Path) -> None:
+    (tmp_path / "core" / "coda_seed2").mkdir(parents=True)
+    assert study.table_value("coda", "allocation.score") == "lp"
+    assert study.run_dir("coda", "allocation.score", "lp", 2, tmp_path / "out", tmp_path / "core") == \
+        tmp_path / "core" / "coda_seed2"
+    other = study.run_dir("coda", "allocation.score", "lp+learnability", 2, tmp_path / "out",
+                          tmp_path / "core")
+    assert other == tmp_path / "out" / "coda__allocation.score" / "lp_learnability_seed2"
+    with pytest.raises(FileNotFoundError, match="no run coda_seed3 there"):
+        study.run_dir("coda", "allocation.score", "lp", 3, tmp_path / "out", tmp_path / "core")
+
+
+def test_the_table_pairs_each_value_with_the_reference_by_seed() -> None:
+    def cell(value: str, seed: int, ood: float) -> dict:
+        return {"method": "uniform", "knob": "variant_factors", "value": value, "reference": "3",
+                "command": "cmd", "seed": seed, "id": {"a": 80.0, "b": 90.0},
+                "ood": {"a": ood, "b": ood + 10}}
+
+    md = study.markdown([cell("14", 0, 14), cell("14", 1, 22), cell("3", 0, 10), cell("3", 1, 20)])
+    assert "**`uniform`, `variant_factors`**" in md and "Command: `cmd`" in md
+    lines = md.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("| `"))
+    assert lines[first] == "| `3` | 85.0 ± 0.0 | 20.0 ± 5.0 | – | [0, 1] |"  # the reference first
+    assert lines[first + 1] == "| `14` | 85.0 ± 0.0 | 23.0 ± 4.0 | +3.0 ± 1.0 (2 seeds) | [0, 1] |"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--knob", "variant_factors=3"], "at least two values"),
+    (["--knob", "variant_factors=3,x"], "not a int"),
+    (["--knob", "variant_factors=3,6", "--per-split", "0"], "--per-split must be at least 1"),
+    (["--knob", "variant_factors=3,6", "--reuse", "/nonexistent"], "no such folder")])
+def test_bad_input_is_refused_before_any_work(argv, message, capsys) -> None:
+    assert study.main(argv) == 2 and message in capsys.readouterr().err
