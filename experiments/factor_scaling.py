@@ -88,20 +88,20 @@ def oracle_cells(results: Path, space: str, split: str) -> dict[int, dict[str, A
     --budgets <the table's> --replay yes`, under `<results>/findings/ceiling_<space>/`) by seed, read on
     `split` as `on_split` reads a cell."""
     budget = TABLES.get(space).overrides["budget"]
-    folder = results / "findings" / oracle_folder(space)
     out = {}
-    for path in sorted(folder.glob(f"{oracle_name(split, budget, True, 0).removesuffix('0')}*.json")):
+    for path in sorted((results / "findings" / oracle_folder(space)).glob("*.json")):
         rec = json.loads(path.read_text())
-        out[rec["seed"]] = {**rec, "ood": rec[split]}
+        if path.stem == oracle_name(split, budget, True, rec["seed"]):
+            out[rec["seed"]] = {**rec, "ood": rec[split]}
     return out
 
 
-def boots(folder: Path, split: str) -> dict[int, dict[str, Any]]:
-    """The table's bootstrap records by seed, read on `split`."""
+def boots(folder: Path, split: str | None = None) -> dict[int, dict[str, Any]]:
+    """The table's bootstrap records by seed (read on `split` when given)."""
     out = {}
     for path in sorted((folder / "bootstrap").glob("seed*.json")):
         rec = json.loads(path.read_text())
-        out[rec["seed"]] = {**rec, "ood": rec[split]}
+        out[rec["seed"]] = {**rec, "ood": rec[split]} if split else rec
     return out
 
 
@@ -123,7 +123,7 @@ def moved_kind(scene: Any, space: str) -> str:
     """What an `ood_single` scene moved: the extension kind of its one factor outside the ID range
     (placement folded into what it places: `distractor_pos` → `distractor`; a count apart, `distractor
     count`), or "core" for a family's own."""
-    from sim.extension import EXTENSION_NAMES, kind_group
+    from sim.extension import ADDED_COUNTS, EXTENSION_NAMES, kind_group
     from sim.families import get_family
 
     fam = get_family(scene.family)
@@ -136,7 +136,7 @@ def moved_kind(scene: Any, space: str) -> str:
         return "core"
     kind = kind_group(str(f.kind))
     # a count adds the objects; the others shape or place them (and move nothing while the count is 0)
-    return f"{kind} count" if f.name.endswith("_count") else kind
+    return f"{kind} count" if f.name in ADDED_COUNTS else kind
 
 
 def by_kind(results: Path, space: str) -> dict[str, Any]:
@@ -152,8 +152,7 @@ def by_kind(results: Path, space: str) -> dict[str, Any]:
         return {"kinds": {}, "rows": {}}
     records = {m: list(c.values()) for m, c in load_cells(folder).items()}
     seeds = {r["seed"] for recs in records.values() for r in recs}
-    boots = [folder / "bootstrap" / f"seed{k}.json" for k in sorted(seeds)]  # the methods' own starts
-    records["bootstrap"] = [json.loads(p.read_text()) for p in boots if p.exists()]
+    records["bootstrap"] = [r for k, r in boots(folder).items() if k in seeds]  # the methods' own starts
     records[ORACLE] = list(oracle_cells(results, space, "ood_single").values())
     kinds: dict[str, str] = {}
     rows: dict[str, dict[str, list[int]]] = {}

@@ -106,18 +106,20 @@ EXTENSION = (
      "ood_range": (0.0, 5.0), "kind": "state_noise", "hard_side": 1, "doc": "steps the state read lags"},
 )
 EXTENSION_NAMES = frozenset(f["name"] for f in EXTENSION)
+# the counts: the factors that add objects to a scene (distractors, obstacles, clutter)
+ADDED_COUNTS = frozenset(f["name"] for f in EXTENSION if f["name"].endswith("_count"))
+# The most entities the extension adds to one scene: every count factor at its OOD high (4 + 2 + 6).
+MOST_ADDED = int(sum(f["ood_range"][1] for f in EXTENSION if f["name"] in ADDED_COUNTS))
+# Object tokens a policy must take in the extended space: our families' own entities (at most 5 in the
+# 800 scenes of the first extended suites: put_inside's) with room, and the most the extension adds. The
+# object-token policy's default (16) is too few: an `ood` scene of put_inside holds 17.
+EXTENDED_MAX_OBJECTS = 8 + MOST_ADDED
 
 
 def kind_group(kind: str) -> str:
     """An extension factor's kind with placement folded into what it places (`distractor_pos` →
     `distractor`): the groups the studies read success by."""
     return kind.removesuffix("_pos")
-# The most entities the extension adds to one scene: every count factor at its OOD high (4 + 2 + 6).
-MOST_ADDED = int(sum(f["ood_range"][1] for f in EXTENSION if f["name"].endswith("_count")))
-# Object tokens a policy must take in the extended space: our families' own entities (at most 5 in the
-# 800 scenes of the first extended suites: put_inside's) with room, and the most the extension adds. The
-# object-token policy's default (16) is too few: an `ood` scene of put_inside holds 17.
-EXTENDED_MAX_OBJECTS = 8 + MOST_ADDED
 
 COLORS = {"white": (0.92, 0.92, 0.92, 1), "black": (0.1, 0.1, 0.1, 1)}
 TABLE_COLORS = {"wood": None, "white": (0.93, 0.93, 0.9, 1), "dark": (0.25, 0.2, 0.17, 1)}

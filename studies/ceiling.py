@@ -59,6 +59,7 @@ from experiments.table.record import (
     sha256,
 )
 from experiments.table.stats import mean_se
+from sim.extension import ADDED_COUNTS
 
 SOURCES = ("id", "mixed", "ood", "ood_single", "ood_added")
 CEILING_SEED = 8_200_000  # the oracle's training scenes: disjoint from the suites' and the loop's seeds
@@ -78,20 +79,13 @@ def draw(family: str, source: str, round_no: int, i: int, attempt: int, space: s
     if source in ("ood_single", "ood_added"):  # the frozen split's rule, with this study's own numbers
         movable = frozen.movable_ood(fam, space)
         if source == "ood_added":
-            movable = [f for f in movable if f.name in added_counts()]
+            movable = [f for f in movable if f.name in ADDED_COUNTS]
             if not movable:
                 raise ValueError(f"the {space} space has no count that adds objects: ood_added needs "
                                  "--table extended")
         f = movable[int(rng.integers(len(movable)))]
         values[f.group][f.name] = f.sample(rng, ood=True)
     return fam.make_scene(values, seed=seed)
-
-
-def added_counts() -> frozenset[str]:
-    """The extension's factors that add objects to a scene (distractors, obstacles, clutter)."""
-    from sim.extension import EXTENSION_NAMES
-
-    return frozenset(n for n in EXTENSION_NAMES if n.endswith("_count"))
 
 
 def _demo(spec_json: str, out: str) -> bool:
@@ -195,8 +189,8 @@ def markdown(cells: Sequence[dict[str, Any]], command: str) -> str:
 def _cell(source: str, budget: int, replay: bool, seed: int, a: argparse.Namespace, pool: Any,
           per_split: int | None, command: str) -> None:
     """One (source, budget, replay, seed) unless recorded; the table rebuilt after it."""
-    folder = a.results / oracle_folder(a.table)
-    rec = folder / f"{oracle_name(source, budget, replay, seed)}.json"
+    folder, name = a.results / oracle_folder(a.table), oracle_name(source, budget, replay, seed)
+    rec = folder / f"{name}.json"
     if rec.exists():
         return
     kept = ROOT / "docs" / "results" if TABLES.get(a.table).bootstraps else None
@@ -204,7 +198,6 @@ def _cell(source: str, budget: int, replay: bool, seed: int, a: argparse.Namespa
                   per_split=per_split, table=a.table, kept=kept)
     rec.write_text(json.dumps(res, indent=1) + "\n")
     ood = sum(res["ood"].values()) / len(res["ood"])
-    name = oracle_name(source, budget, replay, seed)
     print(f"{name}: avg OOD {ood:.1f} % ({res['wall_s']:.0f} s)", flush=True)
     cells = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
     (a.results / f"{oracle_folder(a.table)}.md").write_text(markdown(cells, command))

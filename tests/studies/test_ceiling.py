@@ -9,6 +9,7 @@ import pytest
 
 from experiments.table import suites as frozen
 from experiments.table.record import oracle_folder
+from sim.extension import ADDED_COUNTS
 from studies import ceiling
 
 
@@ -46,7 +47,7 @@ def test_ood_single_moves_one_factor_the_frozen_split_moves_in_either_space():
         for i in range(6):  # one count moved out of its point range (0), nothing else
             flat = fam.flat(ceiling.draw(family, "ood_added", 1, i, 0, space="extended").factors)
             out = [f.name for f in fam.schema("extended") if not f.contains(flat[f.name], ood=False)]
-            assert len(out) == 1 and out[0] in ceiling.added_counts() and flat[out[0]] >= 1
+            assert len(out) == 1 and out[0] in ADDED_COUNTS and flat[out[0]] >= 1
     with pytest.raises(ValueError, match="needs --table extended"):
         ceiling.draw("pick_place", "ood_added", 1, 0, 0)
 
