@@ -28,6 +28,7 @@ import numpy as np
 
 from agents.graph.deps import Deps
 from agents.graph.nodes.arms import (
+    arm_base,
     composite_program,
     dr_program,
     editable_factors,
@@ -79,10 +80,11 @@ def _base_arms(deps: Deps, family: str) -> list[ArmPrograms]:
 
 def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -> list[ArmPrograms]:
     """`k` distinct variants of the seed program, each moving `variant_factors` distinct factors (fewer
-    when the family has fewer), factors and sides drawn uniformly."""
-    base = seed_generation(family)
+    when the family has fewer), factors and sides drawn uniformly, laid on the run's background
+    (`arms.arm_base`: the rest of the factors as the seed or domain randomization draws them)."""
+    seed, base = seed_generation(family), arm_base(deps, family)
     rng = np.random.default_rng(stable_seed(deps.config.seed, round_no, family, tag))
-    factors = editable_factors(base)
+    factors = editable_factors(seed)
     moved = min(deps.config.variant_factors, len(factors))
     arms: dict[str, ArmPrograms] = {}
     for _ in range(20 * k):
@@ -98,7 +100,7 @@ def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -
             moves.append((f.name, sides[int(rng.integers(len(sides)))]))
         mode = variant_id(moves)
         if mode not in arms:
-            program = variant_program(base, moves, round_no)
+            program = variant_program(base, moves, round_no, ranges=seed)
             _, train = seed_programs(deps, family)
             arms[mode] = {"mode_id": mode, "program": save_program(deps, program, round_no),
                           "train_program": train, "template": ""}
@@ -211,7 +213,7 @@ def _memory_arms(deps: Deps, family: str, round_no: int) -> tuple[list[ArmProgra
     from memory.ledger import allocate_family, arm_scores
 
     cfg, mem = deps.config, deps.memory
-    base = seed_generation(family)
+    base = arm_base(deps, family)
     modes = [m.id for m in mem.modes_for_family(family, maps=lambda m: _carries(m, base,
                                                                                  cfg.writer.allow_ood))]
     scores = arm_scores(deps.ledger, family, modes, cfg.allocation)
@@ -256,7 +258,8 @@ def _composite_arm(deps: Deps, family: str, base: Any, parts: Sequence[tuple[str
     for mode, entry, _ in parts:
         source = load_program(deps, _sidecar(entry.generation_path))
         try:
-            edits.append((mode, mode_edits(source, entry.family, base, deps.config.writer.allow_ood)))
+            edits.append((mode, mode_edits(source, arm_base(deps, entry.family), base,
+                                            deps.config.writer.allow_ood)))
         except ProgramRejected:
             continue
     program = composite_program(base, edits, round_no)

@@ -60,6 +60,24 @@ def seed_generation(family: str, space: Space | None = None) -> GenerationProgra
     return seed_library(space)[family][0]
 
 
+def background_program(family: str, background: str = "seed", widen: float = 0.5) -> GenerationProgram:
+    """What a generated arm's program (an exploration variant, a difficulty mode, a composite) starts from
+    (`RunConfig.background`): the family's seed program, or with "dr" domain randomization's
+    (`dr_program`), so every factor the arm does not edit is drawn from its widened range; the factors it
+    edits are set as on the seed program. Edits are always measured against this program."""
+    seed = seed_generation(family)
+    return seed if background == "seed" else dr_program(seed, widen)
+
+
+def arm_base(deps: Deps, family: str) -> GenerationProgram:
+    """`background_program` for the running run's config, written beside the seed programs (the parent
+    every generated program's lineage names)."""
+    program = background_program(family, deps.config.background, deps.config.dr_widen)
+    if deps.config.background != "seed":
+        save_program(deps, program, 0)
+    return program
+
+
 def seed_training(family: str) -> TrainingProgram:
     from programs.seeds import seed_library
 
@@ -106,26 +124,27 @@ def variant_id(moves: Sequence[tuple[str, Any]]) -> str:
     return f"{whole[:VARIANT_ID_MAX - 13]}_{hashlib.sha256(whole.encode()).hexdigest()[:12]}"
 
 
-def variant_program(base: GenerationProgram, moves: Sequence[tuple[str, Any]],
-                    round_no: int) -> GenerationProgram:
-    """`base` with every factor of `moves` moved past its training range at once."""
+def variant_program(base: GenerationProgram, moves: Sequence[tuple[str, Any]], round_no: int,
+                    ranges: GenerationProgram | None = None) -> GenerationProgram:
+    """`base` with every factor of `moves` moved past its training range at once — the range `ranges`
+    (default `base`) gives it: the seed program's when `base` is a widened background."""
     from programs.edits import edit_many
     from programs.factor_space import variant_edit
 
-    changes = {f: variant_edit(base.factor(f), side) for f, side in moves}
+    changes = {f: variant_edit((ranges or base).factor(f), side) for f, side in moves}
     text = ", ".join(f"{f} -> {v}" for f, v in changes.items())
     return edit_many(base, changes, mode_id=variant_id(moves), round_no=round_no,
                      diagnosis=f"variant: {text}")
 
 
-def mode_edits(program: GenerationProgram, source_family: str, base: GenerationProgram,
+def mode_edits(program: GenerationProgram, source_base: GenerationProgram, base: GenerationProgram,
                allow_ood: bool) -> dict[str, Any]:
-    """What makes a mode's generation program (written for `source_family`) differ from its family's seed
-    program, carried onto `base`'s factors (`programs.factor_space.adapted_edits`; the same family: the
-    edits themselves). `ProgramRejected` when nothing carries over."""
+    """What makes a mode's generation program differ from the program it was written on (`source_base`,
+    its family's `background_program`), carried onto `base`'s factors (`programs.factor_space.adapted_edits`;
+    the same family: the edits themselves). `ProgramRejected` when nothing carries over."""
     from programs.factor_space import adapted_edits
 
-    return adapted_edits(program, seed_generation(source_family), base, allow_ood=allow_ood)
+    return adapted_edits(program, source_base, base, allow_ood=allow_ood)
 
 
 def composite_id(modes: Sequence[str]) -> str:
