@@ -60,12 +60,14 @@ def seed_generation(family: str, space: Space | None = None) -> GenerationProgra
     return seed_library(space)[family][0]
 
 
-def background_program(family: str, background: str = "seed", widen: float = 0.5) -> GenerationProgram:
+def background_program(family: str, background: str = "seed", widen: float = 0.5,
+                       space: Space | None = None) -> GenerationProgram:
     """What a generated arm's program (an exploration variant, a difficulty mode, a composite) starts from
-    (`RunConfig.background`): the family's seed program, or with "dr" domain randomization's
-    (`dr_program`), so every factor the arm does not edit is drawn from its widened range; the factors it
-    edits are set as on the seed program. Edits are always measured against this program."""
-    seed = seed_generation(family)
+    and a diagnosis is verified on (`RunConfig.background`): the family's seed program in `space`, or with
+    "dr" domain randomization's (`dr_program`), so every factor the arm does not edit is drawn from its
+    widened range; the factors it edits are set as on the seed program. Edits are always measured against
+    this program."""
+    seed = seed_generation(family, space)
     return seed if background == "seed" else dr_program(seed, widen)
 
 
