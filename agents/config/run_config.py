@@ -94,7 +94,8 @@ class RunConfig:
     # that makes them) draws the factors it does not edit from: "seed", the seed program's ranges, or
     # "dr", domain randomization's widened ones — so a targeted difficulty arrives among scenes that move
     # everything else, as the OOD a policy meets does (FINDINGS #48: how many factors a training scene
-    # moves together is what lifts OOD success at this budget)
+    # moves together is what lifts OOD success at this budget). On "dr" the base arm is the background
+    # itself (domain randomization's arm, whatever `base_arm` says): CoDA is then DR plus its targeting
     background: Literal["seed", "dr"] = "seed"
     # uniform/scalar variants: new variants proposed per family per round
     variants: int = 2

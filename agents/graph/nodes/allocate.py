@@ -71,11 +71,13 @@ def _dr_arm(deps: Deps, family: str) -> ArmPrograms:
 
 def _base_arms(deps: Deps, family: str) -> list[ArmPrograms]:
     """What a diagnosis-driven family's arms start from: the seed arm (domain randomization's with
-    `RunConfig.base_arm` "dr"), or nothing with `MethodConfig.seed_arm` off (modes and exploration variants
-    then take the whole budget)."""
-    if not deps.config.method_config.seed_arm:
+    `RunConfig.base_arm` "dr", or on a "dr" `RunConfig.background`: the base arm is the background itself),
+    or nothing with `MethodConfig.seed_arm` off (modes and exploration variants then take the whole
+    budget)."""
+    cfg = deps.config
+    if not cfg.method_config.seed_arm:
         return []
-    return [_dr_arm(deps, family) if deps.config.base_arm == "dr" else _seed_arm(deps, family)]
+    return [_dr_arm(deps, family) if "dr" in (cfg.base_arm, cfg.background) else _seed_arm(deps, family)]
 
 
 def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -> list[ArmPrograms]:
