@@ -255,7 +255,7 @@ def links_row(results: Path, link: str) -> list[str]:
     if not shown:
         return []
     parts = [f"{LINK_NAMES.get(m, m)} {ms((r['cost']['mean'], r['cost']['se']), '+')} "
-             f"{interval((r['cost']['mean'], r['cost']['se']), len(r['cost']['seeds']))} "
+             f"{'[{:+.1f}, {:+.1f}]'.format(*r['cost']['ci95']).replace('-', '−')} "
              f"({len(r['cost']['seeds'])})" for m, r in shown]
     return [f"| [The loop's links]({link}links_core.md): CoDA − CoDA with one link removed, avg OOD pp, "
             f"paired by seed: mean ± SE [95 % interval] (seeds); issue #39: each ≥ 2 | "
