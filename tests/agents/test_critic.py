@@ -376,7 +376,7 @@ def test_ood_conditions_hold_the_failing_scenes_other_ood_factors():
     the unseen colour and plate themselves); in-distribution factors and the named factor itself are left
     out."""
     from agents.config import CriticConfig
-    from agents.critic.diagnose import ood_conditions
+    from agents.critic.edits import ood_conditions
 
     sm, gen = _ood_summary()
     on = CriticConfig(allow_ood=True, ood_context=True)
@@ -395,7 +395,8 @@ def test_on_a_domain_randomization_background_its_own_draws_are_not_conditions()
     lie outside the background (obj_x and obj_yaw, past narrowly widened ranges) and the diagnosed
     factor's edit."""
     from agents.config import CriticConfig
-    from agents.critic.diagnose import on_background, rules_diagnosis
+    from agents.critic.diagnose import rules_diagnosis
+    from agents.critic.edits import on_background
     from agents.graph.nodes.arms import dr_program
 
     sm, gen = _ood_summary(yaw=-1.1)  # outside the ID range (±0.6), inside domain randomization's (±1.2)

@@ -29,8 +29,8 @@ import numpy as np
 from agents.graph.deps import Deps
 from agents.graph.nodes.arms import (
     arm_base,
+    background_program,
     composite_program,
-    dr_program,
     editable_factors,
     load_program,
     mode_edits,
@@ -65,7 +65,7 @@ def _seed_arm(deps: Deps, family: str) -> ArmPrograms:
 
 def _dr_arm(deps: Deps, family: str) -> ArmPrograms:
     """Domain randomization's arm: the seed arm with every range widened (`dr_program`)."""
-    prog = save_program(deps, dr_program(seed_generation(family), deps.config.dr_widen), 0)
+    prog = save_program(deps, background_program(family, "dr", deps.config.dr_widen), 0)
     return {**_seed_arm(deps, family), "mode_id": "dr", "program": prog}
 
 
