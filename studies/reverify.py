@@ -34,10 +34,10 @@ def reverify(run: Path, round_no: int, *, control: str, count: str, n: int | Non
     """Every diagnosis of the round, recorded verdict beside the new one."""
     from agents.config import RunConfig
     from agents.critic.verify import episode_rollout, loop_config, run_verification, sandbox_run_batch
-    from agents.graph.nodes.arms import background_program
     from agents.graph.nodes.work import stable_seed
     from coda_policy.awr import SeededPolicy
     from memory.types import Diagnosis
+    from programs.seeds import background_program
     from sandbox.pool import PoolConfig, SandboxPool
     from sim.pool import EpisodePool
 

@@ -168,7 +168,7 @@ class HelperAgents:
 
         background = None
         if self.background != "seed":
-            from agents.graph.nodes.arms import background_program
+            from programs.seeds import background_program
 
             background = background_program(program.family, self.background, self.dr_widen)
         return diagnose(episode, program, llm, critic=critic, config=self.critic, episode_id=episode_id,

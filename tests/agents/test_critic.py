@@ -397,7 +397,7 @@ def test_on_a_domain_randomization_background_its_own_draws_are_not_conditions()
     from agents.config import CriticConfig
     from agents.critic.diagnose import rules_diagnosis
     from agents.critic.edits import on_background
-    from agents.graph.nodes.arms import dr_program
+    from programs.seeds import dr_program
 
     sm, gen = _ood_summary(yaw=-1.1)  # outside the ID range (±0.6), inside domain randomization's (±1.2)
     on = CriticConfig(allow_ood=True, ood_context=True)

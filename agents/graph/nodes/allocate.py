@@ -29,13 +29,11 @@ import numpy as np
 from agents.graph.deps import Deps
 from agents.graph.nodes.arms import (
     arm_base,
-    background_program,
     composite_program,
     editable_factors,
     load_program,
     mode_edits,
     save_program,
-    seed_generation,
     seed_programs,
     variant_id,
     variant_program,
@@ -43,6 +41,7 @@ from agents.graph.nodes.arms import (
 from agents.graph.nodes.work import stable_seed
 from agents.graph.state import RoundState, Slot, new_slot
 from programs.factor_space import variant_sides
+from programs.seeds import background_program, seed_generation
 
 ArmPrograms = dict[str, str]  # mode_id, program, train_program, template
 

@@ -11,7 +11,7 @@ from typing import Any
 from agents.graph.deps import Deps
 from memory.types import slug
 from programs.model import GenerationProgram, TrainingProgram
-from sim.extension import Space
+from programs.seeds import background_program
 
 
 def save_program(deps: Deps, program: Any, round_no: int) -> str:
@@ -51,24 +51,8 @@ def seed_programs(deps: Deps, family: str) -> tuple[str, str]:
     return save_program(deps, gen, 0), save_program(deps, train, 0)
 
 
-def seed_generation(family: str, space: Space | None = None) -> GenerationProgram:
-    """The family's seed generation program in `space` (None: the running run's, set around every node by
-    `agents.graph.build.instrument` with `programs.seeds.using_space`): what the writers edit, exploration
-    variants move and domain randomization widens."""
-    from programs.seeds import seed_library
-
-    return seed_library(space)[family][0]
 
 
-def background_program(family: str, background: str = "seed", widen: float = 0.5,
-                       space: Space | None = None) -> GenerationProgram:
-    """What a generated arm's program (an exploration variant, a difficulty mode, a composite) starts from
-    and a diagnosis is verified on (`RunConfig.background`): the family's seed program in `space`, or with
-    "dr" domain randomization's (`dr_program`), so every factor the arm does not edit is drawn from its
-    widened range; the factors it edits are set as on the seed program. Edits are always measured against
-    this program."""
-    seed = seed_generation(family, space)
-    return seed if background == "seed" else dr_program(seed, widen)
 
 
 def arm_base(deps: Deps, family: str) -> GenerationProgram:
@@ -175,21 +159,3 @@ def composite_program(base: GenerationProgram, parts: Sequence[tuple[str, dict[s
     text = "; ".join(used)
     return edit_many(base, changes, mode_id=composite_id(used), round_no=round_no,
                      diagnosis=f"composite of difficulty modes {text}: {changes}")
-
-
-def dr_program(base: GenerationProgram, widen: float) -> GenerationProgram:
-    """Domain randomization: every numeric range widened (`programs.factor_space.widened_range`) and every
-    choice drawn from all the values its schema declares, the unseen ones too."""
-    from programs.edits import edit_many
-    from programs.factor_space import widened_range
-
-    changes: dict[str, Any] = {}
-    for f in base.factors:
-        new = widened_range(f, widen)
-        if new is not None:
-            changes[f.name] = new
-        elif f.type == "choice" and f.ood_choices:
-            changes[f.name] = (*f.choices, *f.ood_choices)
-    program = edit_many(base, changes, mode_id="dr", diagnosis=f"domain randomization: ranges widened by "
-                        f"{widen:.0%} of their width per side")
-    return program

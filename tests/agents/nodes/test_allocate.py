@@ -114,7 +114,8 @@ def test_generated_arms_can_lie_on_domain_randomization(before, method: str) -> 
     background, and draws every other factor from domain randomization's widened range; the base arm is
     the background itself, the budget is as before, and a generated arm's edits, measured against its
     background, are its moves alone."""
-    from agents.graph.nodes.arms import background_program, load_program, mode_edits
+    from agents.graph.nodes.arms import load_program, mode_edits
+    from programs.seeds import background_program
 
     seed_deps, state = before("allocate", method, variant_factors=2)
     dr_deps, _ = before("allocate", method, variant_factors=2, background="dr")

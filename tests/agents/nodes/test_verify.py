@@ -24,7 +24,7 @@ def test_each_diagnosis_gets_a_verdict_on_the_seed_distribution(before) -> None:
 def test_on_a_domain_randomization_background_the_diagnosis_is_verified_there(before) -> None:
     """`RunConfig.background` "dr": the targeted batch departs from domain randomization's program, the
     distribution the run's generated arms lie on, and the record says so."""
-    from agents.graph.nodes.arms import background_program
+    from programs.seeds import background_program
 
     class Seen(ScriptedAgents):
         def verify(self, diagnosis, program, *args, **kwargs):
