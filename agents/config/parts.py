@@ -115,6 +115,11 @@ class CriticConfig:
     # the rules critic ranks a failing scene's out-of-distribution factors before its in-distribution ones
     # (`agents.critic.rules.rank_factors`); off: one ranking by score (before FINDINGS #16)
     ood_first: bool = True
+    # how the rules critic orders factors its evidence scores alike (`agents.critic.rules.tie_order`): "name"
+    # alphabetically (every tie settled the same way; what every recorded table ran with), "episode" by a
+    # hash of the failing episode and the factor, so verification tries each tied factor in turn (the LIBERO
+    # presets, whose factors are all choices: by name the critic never named the item's start, FINDINGS #50)
+    ties: str = "name"
     # narrowest targeted edit of a number factor, as a share of its ID range (the edit runs from the
     # failing value out to the range's end on its side, at most half the range wide)
     band: float = 0.25
@@ -138,6 +143,8 @@ class CriticConfig:
             raise ValueError(f"band must be in (0, 1], got {self.band}")
         if self.retries < 0 or self.max_keyframes < 0:
             raise ValueError("retries and max_keyframes must be >= 0")
+        if self.ties not in ("name", "episode"):
+            raise ValueError(f"ties must be 'name' or 'episode', got {self.ties!r}")
         if self.llm_prompt not in ("hybrid", "alone"):
             raise ValueError(f"llm_prompt must be 'hybrid' or 'alone', got {self.llm_prompt!r}")
 

@@ -182,7 +182,8 @@ def family_phases(family: str) -> list[str]:
 def usable_ranking(sm: FailureSummary, program: GenerationProgram, config: CriticConfig) -> list[Candidate]:
     """The rules critic's ranking of the program's factors, without a choice whose scene value no edit may
     use (an unseen value without `allow_ood`)."""
-    return [c for c in rank_factors(sm, {f.name for f in program.factors}, ood_first=config.ood_first)
+    return [c for c in rank_factors(sm, {f.name for f in program.factors}, ood_first=config.ood_first,
+                                    ties=config.ties)
             if c.reading.type != "choice"
             or c.reading.value in allowed_choices(reference(program, c.reading.name), config.allow_ood)]
 

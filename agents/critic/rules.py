@@ -27,12 +27,16 @@ factors left them is first explained by those; in Table 1's round 1 the scores a
 in-distribution factor (a size, a mass) on 4 of 6 failures of three-factor variants, each refuted
 (FINDINGS #16).
 
+Factors the evidence scores alike are ordered by name, or by a hash of the episode and the factor
+(`tie_order`, `CriticConfig.ties`).
+
 The top factor becomes the diagnosis, with a targeted edit that recreates the failing scene's value
 (a band around it, on its side of the range) and a confidence from the margin over the runner-up.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -224,10 +228,11 @@ def out_of_distribution(r: FactorReading) -> bool:
     return abs(float(r.position)) > 1.0
 
 
-def rank_factors(sm: FailureSummary, names: set[str] | None = None, *,
-                 ood_first: bool = False) -> list[Candidate]:
+def rank_factors(sm: FailureSummary, names: set[str] | None = None, *, ood_first: bool = False,
+                 ties: str = "name") -> list[Candidate]:
     """Every factor of the summary (restricted to `names`, e.g. the program's schema), best first; with
-    `ood_first` the out-of-distribution ones (`out_of_distribution`) before all others."""
+    `ood_first` the out-of-distribution ones (`out_of_distribution`) before all others; factors scored alike
+    in the order `ties` names (`tie_order`)."""
     table = relevance(sm.family, sm.failing_phase)
     c: Cands = {}
     for r in sm.factors:
@@ -242,7 +247,16 @@ def rank_factors(sm: FailureSummary, names: set[str] | None = None, *,
     for rule in EVIDENCE:
         rule(sm, c)
     return sorted(c.values(), key=lambda x: (ood_first and not out_of_distribution(x.reading), -x.score,
-                                             x.reading.name))
+                                             tie_order(sm.episode_id, x.reading.name, ties)))
+
+
+def tie_order(episode_id: str, name: str, ties: str = "name") -> str:
+    """The order of factors the evidence scores alike (`CriticConfig.ties`): "name", alphabetical, settles
+    every tie the same way; "episode", a hash of the episode and the name, settles it differently from
+    failure to failure, so verification tries each tied factor in turn. (On LIBERO-Object, whose factors
+    are all choices and read alike in distribution, alphabetical order named `shift` over `start` on every
+    failure, FINDINGS #50.)"""
+    return name if ties == "name" else hashlib.sha256(f"{episode_id}|{name}".encode()).hexdigest()
 
 
 def confidence(ranked: list[Candidate]) -> float:

@@ -489,3 +489,31 @@ def test_the_random_critic_names_a_scene_factor_at_random_seeded_by_the_episode(
     assert max(named.values()) < 40 // 2
     assert rules_diagnosis(sm, gen, cfg).factor in {"obj_x", "color", "target"}  # where the rules look
     assert diagnose(yaw_grasp_failure(0.55), GEN, critic="random").critic_id == "random"
+
+
+def test_factors_the_evidence_scores_alike_are_named_in_turn_by_episode():
+    """LIBERO-Object's factors are all choices, so in distribution the item's start and its region's shift
+    read alike and score alike on an approach failure: with `ties="episode"` (the LIBERO presets') the
+    critic names each in turn over failures, where alphabetical order names `shift` every time
+    (FINDINGS #50)."""
+    from agents.config import CriticConfig
+    from agents.config.presets import PRESETS
+
+    fam, gen = get_family("libero_object"), seed_library()["libero_object"][0]
+    scene = fam.make_scene(fam.default_factors())
+    names = {f.name for f in gen.factors}
+
+    def ranked(episode: str, ties: str) -> list:
+        sm = FailureSummary(episode_id=episode, family="libero_object", instruction="x", success=False,
+                            failing_phase="approach", steps=1, timeline=(), subject="obj", target="basket",
+                            failure_step=0, factors=read_factors(scene, gen.factors), scene=scene)
+        return rank_factors(sm, names, ood_first=True, ties=ties)
+
+    first = ranked("e0", "episode")
+    tied = [c.reading.name for c in first if c.score == first[0].score]
+    assert {"start", "shift"} <= set(tied)
+    assert {ranked(f"e{k}", "episode")[0].reading.name for k in range(40)} == set(tied)
+    assert {ranked(f"e{k}", "name")[0].reading.name for k in range(40)} == {"shift"}
+    assert PRESETS.get("libero").critic.ties == "episode"
+    with pytest.raises(ValueError, match="ties must be"):
+        CriticConfig(ties="random")
