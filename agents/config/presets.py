@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.config.parts import CriticConfig, LearnConfig, VerifyConfig
+from agents.config.parts import LearnConfig, VerifyConfig
 from agents.config.run_config import RUN_ALPHA, RunConfig
 from coda_policy.object_token.configuration_object_token import ObjectTokenConfig
 from coda_policy.pretrained import SEED_SFT_4FAM
@@ -71,14 +71,13 @@ PRESETS.register("quickstart", RunConfig(
 # A round's weighted update at SFT's rate (1e-3, the default, chosen on our own families) unlearns the
 # bootstrap: one run's round-1 update redone at 1e-3 / 3e-4 / 1e-4 / 3e-5 scored 5 / 9 / 21 / 17 of 40
 # development scenes against 13 for the policy it started from (`studies.libero_round_dev`,
-# FINDINGS #41): 1e-4. The family's factors are all choices, which read alike in distribution, so the
-# rules critic settles ties by episode (`CriticConfig.ties`): by name it named `shift` over `start`, the
-# factor LIBERO-Pro's position perturbation moves, on every failure of three runs (FINDINGS #50).
+# FINDINGS #41): 1e-4. The family's factors are all choices, which read alike in distribution: the rules
+# critic settling ties by name named `shift` over `start`, the factor LIBERO-Pro's position perturbation
+# moves, on every failure of three runs (FINDINGS #50); ties now go by episode (`CriticConfig.ties`).
 PRESETS.register("libero", RunConfig(
     preset="libero", families=("libero_object",), rounds=1, budget=4, held=1, max_arms=3, max_retries=2,
     seed_demos=300, diagnose_max=2, verify_n=6, eval_id=5, eval_ood=5, variants=2, variant_factors=3,
     rollout_max_steps=280, thumbnails=False,
-    critic=CriticConfig(retries=0, allow_ood=True, ties="episode"),
     verify=VerifyConfig(alpha=RUN_ALPHA, control_groups=("spatial", "attribute", "task")),
     learn=LearnConfig(
         policy=ObjectTokenConfig(batch_size=64, flow_steps=8, target_loss=1.0),

@@ -27,7 +27,7 @@ factors left them is first explained by those; in Table 1's round 1 the scores a
 in-distribution factor (a size, a mass) on 4 of 6 failures of three-factor variants, each refuted
 (FINDINGS #16).
 
-Factors the evidence scores alike are ordered by name, or by a hash of the episode and the factor
+Factors the evidence scores alike are ordered by a hash of the episode and the factor, or by name
 (`tie_order`, `CriticConfig.ties`).
 
 The top factor becomes the diagnosis, with a targeted edit that recreates the failing scene's value
@@ -229,7 +229,7 @@ def out_of_distribution(r: FactorReading) -> bool:
 
 
 def rank_factors(sm: FailureSummary, names: set[str] | None = None, *, ood_first: bool = False,
-                 ties: str = "name") -> list[Candidate]:
+                 ties: str = "episode") -> list[Candidate]:
     """Every factor of the summary (restricted to `names`, e.g. the program's schema), best first; with
     `ood_first` the out-of-distribution ones (`out_of_distribution`) before all others; factors scored alike
     in the order `ties` names (`tie_order`)."""
@@ -250,12 +250,12 @@ def rank_factors(sm: FailureSummary, names: set[str] | None = None, *, ood_first
                                              tie_order(sm.episode_id, x.reading.name, ties)))
 
 
-def tie_order(episode_id: str, name: str, ties: str = "name") -> str:
-    """The order of factors the evidence scores alike (`CriticConfig.ties`): "name", alphabetical, settles
-    every tie the same way; "episode", a hash of the episode and the name, settles it differently from
-    failure to failure, so verification tries each tied factor in turn. (On LIBERO-Object, whose factors
-    are all choices and read alike in distribution, alphabetical order named `shift` over `start` on every
-    failure, FINDINGS #50.)"""
+def tie_order(episode_id: str, name: str, ties: str = "episode") -> str:
+    """The order of factors the evidence scores alike (`CriticConfig.ties`): "episode", a hash of the
+    episode and the name, settles a tie differently from failure to failure, so verification tries each
+    tied factor in turn; "name", alphabetical, settles every tie the same way. (On LIBERO-Object, whose
+    factors are all choices and read alike in distribution, alphabetical order named `shift` over `start`
+    on every failure, FINDINGS #50.)"""
     return name if ties == "name" else hashlib.sha256(f"{episode_id}|{name}".encode()).hexdigest()
 
 

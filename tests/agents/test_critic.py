@@ -493,9 +493,8 @@ def test_the_random_critic_names_a_scene_factor_at_random_seeded_by_the_episode(
 
 def test_factors_the_evidence_scores_alike_are_named_in_turn_by_episode():
     """LIBERO-Object's factors are all choices, so in distribution the item's start and its region's shift
-    read alike and score alike on an approach failure: with `ties="episode"` (the LIBERO presets') the
-    critic names each in turn over failures, where alphabetical order names `shift` every time
-    (FINDINGS #50)."""
+    read alike and score alike on an approach failure: with `ties="episode"` (the default) the critic
+    names each in turn over failures, where alphabetical order names `shift` every time (FINDINGS #50)."""
     from agents.config import CriticConfig
     from agents.config.presets import PRESETS
 
