@@ -12,6 +12,7 @@ import contextvars
 import functools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from programs.model import GenerationProgram, TrainingProgram
 from programs.source import generation_from_source, sync_schema, training_from_toml
@@ -97,6 +98,43 @@ def extended_source(core: str, factors: Sequence[FactorDef]) -> str:
     return sync_schema("".join(lines), tuple(factors)).rstrip("\n") + "\n" + EXTENDED_TAIL
 
 
+def seed_generation(family: str, space: Space | None = None) -> GenerationProgram:
+    """The family's seed generation program in `space` (None: the running run's, set around every node by
+    `agents.graph.build.instrument` with `programs.seeds.using_space`): what the writers edit, exploration
+    variants move and domain randomization widens."""
+    return seed_library(space)[family][0]
+
+
+def background_program(family: str, background: str = "seed", widen: float = 0.5,
+                       space: Space | None = None) -> GenerationProgram:
+    """What a generated arm's program (an exploration variant, a difficulty mode, a composite) starts from
+    and a diagnosis is verified on (`RunConfig.background`): the family's seed program in `space`, or with
+    "dr" domain randomization's (`dr_program`), so every factor the arm does not edit is drawn from its
+    widened range; the factors it edits are set as on the seed program. Edits are always measured against
+    this program."""
+    seed = seed_generation(family, space)
+    return seed if background == "seed" else dr_program(seed, widen)
+
+
+def dr_program(base: GenerationProgram, widen: float) -> GenerationProgram:
+    """Domain randomization: every numeric range widened (`programs.factor_space.widened_range`) and every
+    choice drawn from all the values its schema declares, the unseen ones too."""
+    from programs.edits import edit_many
+    from programs.factor_space import widened_range
+
+    changes: dict[str, Any] = {}
+    for f in base.factors:
+        new = widened_range(f, widen)
+        if new is not None:
+            changes[f.name] = new
+        elif f.type == "choice" and f.ood_choices:
+            changes[f.name] = (*f.choices, *f.ood_choices)
+    program = edit_many(base, changes, mode_id="dr", diagnosis=f"domain randomization: ranges widened by "
+                        f"{widen:.0%} of their width per side")
+    return program
+
+
 SEED_FAMILIES = seed_families()
 
-__all__ = ["SEED_FAMILIES", "extended_source", "seed_families", "seed_library", "seed_paths", "using_space"]
+__all__ = ["SEED_FAMILIES", "background_program", "dr_program", "extended_source", "seed_families",
+           "seed_generation", "seed_library", "seed_paths", "using_space"]

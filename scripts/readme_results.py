@@ -239,6 +239,29 @@ def core_headroom_row(results: Path, link: str) -> list[str]:
             f"| oracle {m['mean']:.1f} ± {m['se']:.1f} |"]
 
 
+LINK_NAMES = {"coda_random_critic": "random critic", "coda_no_verify": "no verification",
+              "coda_no_memory": "no memory", "coda_even_allocation": "even allocation",
+              "coda_no_compose": "no composition"}
+
+
+def links_row(results: Path, link: str) -> list[str]:
+    """The loop's own links (`experiments.table.links`): what removing each costs CoDA, paired by seed, for
+    the rows with the table's three seeds or more; none before one has them."""
+    path = results / "links_core.json"
+    if not path.exists():
+        return []
+    rows = json.loads(path.read_text())["rows"]
+    shown = [(m, r) for m, r in rows.items() if r.get("cost") and len(r["cost"]["seeds"]) >= 3]
+    if not shown:
+        return []
+    parts = [f"{LINK_NAMES.get(m, m)} {ms((r['cost']['mean'], r['cost']['se']), '+')} "
+             f"{'[{:+.1f}, {:+.1f}]'.format(*r['cost']['ci95']).replace('-', '−')} "
+             f"({len(r['cost']['seeds'])})" for m, r in shown]
+    return [f"| [The loop's links]({link}links_core.md): CoDA − CoDA with one link removed, avg OOD pp, "
+            f"paired by seed: mean ± SE [95 % interval] (seeds); issue #39: each ≥ 2 | "
+            f"| {', '.join(parts)} |"]
+
+
 def extended_pairs(results: Path) -> tuple[dict[str, dict[int, dict]], list[int], tuple[float, float]]:
     """The extended table's cells, the seeds CoDA and uniform share, and CoDA − uniform on `ood_single`
     paired over them (mean, SE; (0, 0) without a shared seed)."""
@@ -335,7 +358,8 @@ def readme_table(results: Path, link: str) -> list[str]:
     """The README's results table and the sentence that reads it."""
     lp = json.loads((results / "liberopro.json").read_text())
     lines = ["| result (its page) | CoDA | baselines and references |", "|---|---|---|",
-             *core_rows(results, link), *core_headroom_row(results, link), *extended_rows(results, link),
+             *core_rows(results, link), *core_headroom_row(results, link), *links_row(results, link),
+             *extended_rows(results, link),
              *earlier_rows(results, link)]
     for suite, run, boot, key in LIBERO:
         paper = next(r for r in lp["paper"] if r["row"] == "CoDA (π0.5), 5 rounds")["success"][key]

@@ -225,6 +225,11 @@ def main(argv: list[str] | None = None) -> int:
         bad = [s for s in sources if s not in SOURCES]
         if bad or not sources:
             raise ValueError(f"unknown source(s) {bad}; sources: {', '.join(SOURCES)}")
+        space = TABLES.get(a.table).overrides.get("space", "core")
+        if "ood_added" in sources and space != "extended":
+            raise ValueError(f"--sources ood_added moves a count that adds objects, which only the extended "
+                             f"space has; --table {a.table} draws from the {space} space: use --table "
+                             "extended")
         budgets = [int(b) for b in a.budgets.split(",") if b.strip()]
         replays = [{"no": False, "yes": True}[r.strip()] for r in a.replay.split(",") if r.strip()]
         if not budgets or min(budgets) < 1 or a.seeds < 1 or not replays:

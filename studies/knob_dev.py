@@ -89,6 +89,18 @@ def run_dir(method: str, knob: str, value: str, seed: int, out: Path, reuse: Pat
     return out / f"{method}__{knob}" / f"{value.replace('+', '_')}_seed{seed}"
 
 
+def run_verdicts(run: Path) -> dict[str, int]:
+    """The run's diagnoses and their verdicts over every round (its metrics rows' `critic` counts); all
+    zero for a method without a critic."""
+    out = {"diagnoses": 0, "validated": 0, "refuted": 0, "inconclusive": 0}
+    for row in metrics_rows(run):
+        critic = row.get("critic") or {}
+        out["diagnoses"] += critic.get("diagnoses", 0)
+        for k in ("validated", "refuted", "inconclusive"):
+            out[k] += critic.get("verdicts", {}).get(k, 0)
+    return out
+
+
 def one_cell(method: str, knob: str, value: str, seed: int, *, out: Path, reuse: Path | None, boots: Path,
              kept: Path, scenes: Sequence[Any], pool: Any) -> dict[str, Any]:
     cfg, t0 = knob_config(method, knob, value, seed), time.perf_counter()
@@ -102,7 +114,7 @@ def one_cell(method: str, knob: str, value: str, seed: int, *, out: Path, reuse:
     policy = run / "policy" / f"round_{cfg.rounds:02d}.safetensors"
     got = evaluate(policy, scenes, seed, pool, cfg.rollout_max_steps)
     return {"method": method, "knob": knob, "value": value, "seed": seed, "rounds": cfg.rounds,
-            "run_dir": str(run), "policy": sha256(policy),
+            "run_dir": str(run), "policy": sha256(policy), "verdicts": run_verdicts(run),
             **{split: {f: got[f][split] for f in cfg.families} for split in SPLITS},
             "wall_s": round(time.perf_counter() - t0, 1), "code_commit": provenance("")["commit"]}
 
@@ -126,9 +138,14 @@ def markdown(cells: Sequence[dict[str, Any]]) -> str:
                 if v != ref and shared else None
             show = [mean_se([_avg(c, split) for c in seeds.values()]) for split in SPLITS]
             paired = "–" if diff is None else f"{diff['mean']:+.1f} ± {diff['se']:.1f} ({len(shared)} seeds)"
-            rows.append((f"`{v}`", *(f"{m['mean']:.1f} ± {m['se']:.1f}" for m in show), paired,
+            counted = [c["verdicts"] for c in seeds.values() if "verdicts" in c]
+            verdicts = "–" if len(counted) < len(seeds) or not any(n["diagnoses"] for n in counted) else \
+                " / ".join(str(sum(n[k] for n in counted)) for k in ("validated", "refuted", "inconclusive",
+                                                                     "diagnoses"))
+            rows.append((f"`{v}`", *(f"{m['mean']:.1f} ± {m['se']:.1f}" for m in show), paired, verdicts,
                          sorted(seeds)))
-        head = ("value", *(f"dev {s.upper()}" for s in SPLITS), f"dev OOD − `{ref}`, paired", "seeds")
+        head = ("value", *(f"dev {s.upper()}" for s in SPLITS), f"dev OOD − `{ref}`, paired",
+                "validated / refuted / inconclusive / diagnoses (all rounds, all seeds)", "seeds")
         commands = ", ".join(f"`{c}`" for c in dict.fromkeys(c.get("command", "–") for c in cs))
         out += [f"**`{group[0]}`, `{group[1]}`**", "", *md_table(head, rows), "", f"Command: {commands}", ""]
     return "\n".join(out) + ("\nDevelopment scenes only (`studies.update_dev`'s); success in %, mean ± SE "

@@ -34,10 +34,10 @@ def reverify(run: Path, round_no: int, *, control: str, count: str, n: int | Non
     """Every diagnosis of the round, recorded verdict beside the new one."""
     from agents.config import RunConfig
     from agents.critic.verify import episode_rollout, loop_config, run_verification, sandbox_run_batch
-    from agents.graph.nodes.arms import seed_generation
     from agents.graph.nodes.work import stable_seed
     from coda_policy.awr import SeededPolicy
     from memory.types import Diagnosis
+    from programs.seeds import background_program
     from sandbox.pool import PoolConfig, SandboxPool
     from sim.pool import EpisodePool
 
@@ -59,7 +59,8 @@ def reverify(run: Path, round_no: int, *, control: str, count: str, n: int | Non
             factory = SeededPolicy(str(policy), stable_seed(cfg.seed, dx.id))
             rollout = episode_rollout(pool, factory, max_steps=cfg.rollout_max_steps)
             batch = sandbox_run_batch(sandbox, rollout)
-            base = seed_generation(rec["family"], cfg.space)  # the run's factor space, as the loop's node
+            # the run's factor space and background, as the loop's node
+            base = background_program(rec["family"], cfg.background, cfg.dr_widen, cfg.space)
             res = run_verification(dx, base, batch, n=n, rng=rng, config=config)
             old = rec.get("verdict") or {}
             row = {"episode": rec["episode"], "family": rec["family"], "slot": rec["slot"],

@@ -112,3 +112,23 @@ def test_the_core_table_s_rows_appear_as_its_cells_land(tmp_path: Path):
     assert mod.core_rows(tmp_path, "")[-1].endswith(
         "| 30.0 ± 6.0 | the rules `coda` on the same seeds 35.0 ± 5.0; rules − LLM +5.0 ± 1.0 [−7.7, +17.7] "
         "(2); 2 of 72 slots fell back, unusable answers: critic 4, writer 0 |")
+
+
+def test_the_links_row_shows_the_rows_with_three_seeds(tmp_path: Path):
+    """The loop's links: no row before one link's removal has three paired seeds; then those rows, with
+    their cost's interval and seed count."""
+    import json
+
+    mod = _script()
+    assert mod.links_row(tmp_path, "") == []
+
+    def cost(seeds: list[int], mean: float) -> dict:
+        return {"seeds": seeds, "mean": mean, "se": 1.0, "ci95": [mean - 4.3, mean + 4.3]}
+
+    table = {"rows": {"coda": {"cost": None}, "coda_no_memory": {"cost": cost([0, 1], 4.0)}}}
+    (tmp_path / "links_core.json").write_text(json.dumps(table))
+    assert mod.links_row(tmp_path, "") == []
+    table["rows"]["coda_no_verify"] = {"cost": cost([0, 1, 2], -0.5)}
+    (tmp_path / "links_core.json").write_text(json.dumps(table))
+    (row,) = mod.links_row(tmp_path, "")
+    assert row.endswith("| | no verification −0.5 ± 1.0 [−4.8, +3.8] (3) |") and "no memory" not in row

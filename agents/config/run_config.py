@@ -90,6 +90,13 @@ class RunConfig:
     # distribution, or "dr", domain randomization's widened program — its modes and variants then add to
     # the strongest simple baseline's scenes instead of the seed distribution's
     base_arm: Literal["seed", "dr"] = "seed"
+    # what every generated arm (exploration variants, difficulty modes, their composites; every method
+    # that makes them) draws the factors it does not edit from: "seed", the seed program's ranges, or
+    # "dr", domain randomization's widened ones — so a targeted difficulty arrives among scenes that move
+    # everything else, as the OOD a policy meets does (FINDINGS #48: how many factors a training scene
+    # moves together is what lifts OOD success at this budget). On "dr" the base arm is the background
+    # itself (domain randomization's arm, whatever `base_arm` says): CoDA is then DR plus its targeting
+    background: Literal["seed", "dr"] = "seed"
     # uniform/scalar variants: new variants proposed per family per round
     variants: int = 2
     # factors every variant moves past its training range at once (uniform, scalar, and the exploration
@@ -149,8 +156,9 @@ class RunConfig:
         if self.learn.sft_steps < 0 or (self.learn.sft_steps == 0 and not self.learn.init_policy):
             raise ValueError(f"learn.sft_steps = {self.learn.sft_steps}: the bootstrap needs SFT steps >= 1, "
                              "or 0 with learn.init_policy (a policy to start from as given)")
-        if self.base_arm not in ("seed", "dr"):
-            raise ValueError(f"base_arm must be 'seed' or 'dr', got {self.base_arm!r}")
+        for name in ("base_arm", "background"):
+            if getattr(self, name) not in ("seed", "dr"):
+                raise ValueError(f"{name} must be 'seed' or 'dr', got {getattr(self, name)!r}")
         if self.variant_factors < 1:
             raise ValueError(f"need variant_factors >= 1 (the factors a variant moves), got "
                              f"{self.variant_factors}")

@@ -26,23 +26,21 @@ import numpy as np
 from pydantic import BaseModel, Field, create_model
 
 from agents.config import CriticConfig
-from agents.critic.factors import scene_context
+from agents.critic.edits import build_diagnosis, on_background, targeted_edit
 from agents.critic.rules import Candidate, confidence, explain, rank_factors
 from agents.critic.summary import FailureSummary, summarize_failure, with_peers
 from agents.llm.base import LLM, LLMOutputError
-from memory.types import Diagnosis, edit_side
+from memory.types import Diagnosis
 from programs.errors import ProgramRejected
 from programs.factor_space import (
     allowed_choices,
-    band_edit,
     bounds,
     check_value,
     reference,
-    side_of,
 )
 from programs.model import GenerationProgram
 from sim.episode import Episode
-from sim.factors import EditValue, FactorDef
+from sim.factors import FactorDef
 from sim.families import get_family
 
 PROMPT = "critic_diagnose"  # the LLM alone: the evidence and every factor, no ranking
@@ -101,63 +99,9 @@ class AnswerError(LLMOutputError):
         super().__init__(prompt_name, "schema", detail, raw)
 
 
-# ---- edits -----------------------------------------------------------------------------------------------
-
-
-def targeted_edit(program: GenerationProgram, name: str, value: Any, position: float,
-                  config: CriticConfig) -> EditValue:
-    """The edit that recreates `value` of factor `name`: values at least as extreme (numbers) or the
-    choice itself."""
-    ref = reference(program, name)
-    if ref.type == "choice":
-        return value
-    return band_edit(ref, float(value), side_of(ref, float(value), position), band=config.band,
-                     allow_ood=config.allow_ood)
-
-
-# the groups whose out-of-distribution values a diagnosis holds: an unseen task choice (a drawer as the
-# container) is as much a condition of the failure as a far position
-OOD_CONTEXT_GROUPS = ("task", "spatial", "attribute")
-
-
-def ood_conditions(sm: FailureSummary, program: GenerationProgram, name: str,
-                   config: CriticConfig) -> dict[str, EditValue]:
-    """The failing scene's other factors that were out of distribution (outside the family's ID range, or
-    an unseen choice, in any of `OOD_CONTEXT_GROUPS`), each as the edit that recreates it
-    (`targeted_edit`): the conditions the failure happened under. A diagnosis holds them in both
-    verification batches, so it claims "`name` fails under these conditions" — a difficulty of several
-    factors, which a single factor moved on the seed distribution cannot show (FINDINGS #8). Empty unless
-    OOD edits are allowed (`config.allow_ood`, `config.ood_context`)."""
-    if not (config.allow_ood and config.ood_context):
-        return {}
-    names = {f.name for f in program.factors}
-    out: dict[str, EditValue] = {}
-    for r in sm.factors:
-        if r.name == name or r.name not in names or not r.live or r.group not in OOD_CONTEXT_GROUPS:
-            continue
-        ref = reference(program, r.name)
-        if ref.type == "choice":
-            if r.value not in (ref.choices or ()) and r.value in allowed_choices(ref, True):
-                out[r.name] = r.value
-        elif ref.range is not None and not ref.range[0] <= float(r.value) <= ref.range[1]:
-            lo, hi = bounds(ref, True)
-            out[r.name] = targeted_edit(program, r.name, min(max(float(r.value), lo), hi), r.position, config)
-    return out
-
-
-def _diagnosis(sm: FailureSummary, program: GenerationProgram, name: str, phase: str, explanation: str,
-               edit: EditValue, critic_id: str, conf: float, config: CriticConfig) -> Diagnosis:
-    ref = reference(program, name)
-    names = {f.name for f in program.factors}
-    context = {k: v for k, v in (scene_context(sm.scene, name) if sm.scene else {}).items() if k in names}
-    context = {**ood_conditions(sm, program, name, config), **context}
-    return Diagnosis(episode_id=sm.episode_id, factor_group=ref.group, factor=name, phase=phase,
-                     explanation=explanation, edit={name: edit, **context},
-                     side=edit_side(edit, *(ref.range or (None, None))),
-                     critic_id=critic_id, confidence=round(conf, 3))
-
-
 # ---- the two critics ------------------------------------------------------------------------------------
+
+
 def rules_diagnosis(sm: FailureSummary, program: GenerationProgram,
                     config: CriticConfig = CriticConfig()) -> Diagnosis:
     """The rules critic's diagnosis of a summarised failure (see `agents.critic.rules`). A choice whose
@@ -173,8 +117,8 @@ def rules_diagnosis(sm: FailureSummary, program: GenerationProgram,
         lo, hi = bounds(reference(program, r.name), config.allow_ood)
         value = min(max(float(value), lo), hi)
     edit = targeted_edit(program, r.name, value, r.position, config)
-    return _diagnosis(sm, program, r.name, sm.failing_phase, explain(sm, top), edit, "rules",
-                      confidence(ranked), config)
+    return build_diagnosis(sm, program, r.name, sm.failing_phase, explain(sm, top), edit, "rules",
+                           confidence(ranked), config)
 
 
 def random_diagnosis(sm: FailureSummary, program: GenerationProgram,
@@ -198,8 +142,8 @@ def random_diagnosis(sm: FailureSummary, program: GenerationProgram,
         lo, hi = bounds(reference(program, r.name), config.allow_ood)
         value = min(max(float(value), lo), hi)
     edit = targeted_edit(program, r.name, value, r.position, config)
-    return _diagnosis(sm, program, r.name, sm.failing_phase, f"random factor {r.name} (the critic ablated)",
-                      edit, "random", 0.0, config)
+    return build_diagnosis(sm, program, r.name, sm.failing_phase,
+                           f"random factor {r.name} (the critic ablated)", edit, "random", 0.0, config)
 
 
 def short(value: Any) -> Any:
@@ -288,8 +232,8 @@ def answer_to_diagnosis(out: BaseModel, sm: FailureSummary, program: GenerationP
         raise AnswerError(PROMPT, err, raw)
     edit = targeted_edit(program, factor, value, reading.position if proposed is None else
                          _position(reference(program, factor), value), config)
-    return _diagnosis(sm, program, factor, phase, out.explanation.strip(), edit, critic_id,
-                      getattr(out, "confidence", 0.5) if conf is None else conf, config)
+    return build_diagnosis(sm, program, factor, phase, out.explanation.strip(), edit, critic_id,
+                           getattr(out, "confidence", 0.5) if conf is None else conf, config)
 
 
 def _position(ref: FactorDef, value: Any) -> float:
@@ -373,9 +317,10 @@ def llm_diagnosis(sm: FailureSummary, program: GenerationProgram, llm: LLM,
 def diagnose(episode: Episode, program: GenerationProgram, llm: LLM | None = None, *,
              critic: CriticKind = "rules", config: CriticConfig = CriticConfig(),
              episode_id: str | None = None, summary: FailureSummary | None = None,
-             feedback: str | None = None,
-             peers: Sequence[tuple[dict[str, Any], bool]] = ()) -> Diagnosis:
-    """Diagnose one failed episode of a scene generated by `program`.
+             feedback: str | None = None, peers: Sequence[tuple[dict[str, Any], bool]] = (),
+             background: GenerationProgram | None = None) -> Diagnosis:
+    """Diagnose one failed episode of a scene generated by `program` (`background`: the run's
+    domain-randomization background, whose draws are not conditions of the failure, `on_background`).
 
     `critic="rules"` needs no LLM; `critic="llm"` raises `AnswerError`/`LLMOutputError` when every
     attempt was unusable (and lets `LLMBackendError`/`LLMUnsupportedError` through)."""
@@ -385,12 +330,14 @@ def diagnose(episode: Episode, program: GenerationProgram, llm: LLM | None = Non
     if peers:
         sm = with_peers(sm, peers)
     if critic == "rules":
-        return rules_diagnosis(sm, program, config)
-    if critic == "random":
-        return random_diagnosis(sm, program, config)
-    if critic != "llm":
+        dx = rules_diagnosis(sm, program, config)
+    elif critic == "random":
+        dx = random_diagnosis(sm, program, config)
+    elif critic != "llm":
         raise ValueError(f"unknown critic {critic!r}; use 'rules', 'llm' or 'random'")
-    if llm is None:
+    elif llm is None:
         raise ValueError("critic='llm' needs an llm (or use critic='rules')")
-    return llm_diagnosis(sm, program, llm, config, feedback)
+    else:
+        dx = llm_diagnosis(sm, program, llm, config, feedback)
+    return dx if background is None else on_background(dx, sm, program, config, background)
 

@@ -144,8 +144,10 @@ class HelperAgents:
     `critic`, `writer`, `verify` and `compile` settings (`from_config`; the defaults are `RunConfig`'s)."""
 
     def __init__(self, *, critic: CriticConfig | None = None, writer: WriterConfig | None = None,
-                 verify: VerifyConfig | None = None, agreement_threshold: float | None = None) -> None:
+                 verify: VerifyConfig | None = None, agreement_threshold: float | None = None,
+                 background: str = "seed", dr_widen: float = 0.5) -> None:
         defaults = RunConfig()
+        self.background, self.dr_widen = background, dr_widen  # RunConfig's: what the critic's context omits
         self.critic = critic or defaults.critic
         self.writer = writer or defaults.writer
         self.verify_config = verify or defaults.verify
@@ -156,15 +158,21 @@ class HelperAgents:
     def from_config(cls, config: RunConfig) -> HelperAgents:
         """The agents as a run configures them."""
         return cls(critic=config.critic, writer=config.writer, verify=config.verify,
-                   agreement_threshold=config.compile.agreement_threshold)
+                   agreement_threshold=config.compile.agreement_threshold, background=config.background,
+                   dr_widen=config.dr_widen)
 
     def diagnose(self, episode: Episode, program: GenerationProgram, llm: LLM | None, *, critic: str,
                  episode_id: str, feedback: str | None,
                  peers: Sequence[tuple[dict[str, Any], bool]] = ()) -> Diagnosis:
         from agents.critic.diagnose import diagnose
 
+        background = None
+        if self.background != "seed":
+            from programs.seeds import background_program
+
+            background = background_program(program.family, self.background, self.dr_widen)
         return diagnose(episode, program, llm, critic=critic, config=self.critic, episode_id=episode_id,
-                        feedback=feedback, peers=peers)
+                        feedback=feedback, peers=peers, background=background)
 
     def verify(self, diagnosis: Diagnosis, program: GenerationProgram, run_batch: RunBatch, *, n: int,
                alpha: float, rng: np.random.Generator) -> Verdict:

@@ -52,10 +52,13 @@ LINKS.register("smoke", dataclasses.replace(TABLES.get("smoke"), table="links_sm
 LINKS.register("core", dataclasses.replace(TABLES.get("core"), table="links_core", label="table1_core"))
 
 
+MIN_SEEDS = 3  # the table's design; two seeds' differences on 0.5 pp steps tie often and give SE 0
+
+
 def verdict(d: dict[str, Any] | None, target: float = TARGET_PP) -> str:
-    """What a row's paired cost shows about "costs ≥ `target` pp"."""
-    if d is None:
-        return "fewer than 2 paired seeds"
+    """What a row's paired cost shows about "costs ≥ `target` pp" (no verdict below `MIN_SEEDS` seeds)."""
+    if d is None or len(d["seeds"]) < MIN_SEEDS:
+        return f"fewer than {MIN_SEEDS} paired seeds"
     lo, hi = d["ci95"]
     if lo >= target:
         return f"costs ≥ {target:g} pp: shown"

@@ -96,6 +96,13 @@ TABLES.register("extended", dataclasses.replace(
     overrides={**TABLES.get("core").overrides, "space": "extended",
                "learn": dataclasses.replace(_core_learn,
                                             policy=room_for_space(_core_learn.policy, "extended"))}))
+# The core table's rows with every generated arm laid on domain randomization's program
+# (`RunConfig.background` "dr"; rows `coda@dr`, `uniform@dr`, ...): they share the core table's bootstraps
+# (its folder keeps their records) and pair with its rows by seed — does targeting add to the strongest
+# simple generator? Chosen on development scenes (`studies.knob_dev --knob background=seed,dr`, FINDINGS #49).
+TABLES.register("core_dr", dataclasses.replace(
+    TABLES.get("core"), table="table1_core_dr", label="table1_core",
+    overrides={**TABLES.get("core").overrides, "background": "dr"}))
 TABLES.register("full", TablePreset(run_preset="default", seeds=3, per_split=10, table="table1_full",
                                     overrides={"llm": "rules", "rounds": 5, "thumbnails": False}))
 

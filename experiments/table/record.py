@@ -92,9 +92,13 @@ def forked_from(run: Path) -> dict[str, Any] | None:
 def row_name(cfg: RunConfig) -> str:
     """The table row of a cell: its method, marked with the LLM backend when a diagnosis-driven method ran
     with an LLM critic and writers (`coda+local`) — a row of its own beside the rules row, on the same
-    bootstraps. A method without a critic is the same row whichever critic the table was asked for."""
+    bootstraps — and with its background when a method that generates arms lays them on domain
+    randomization (`coda@dr`, `RunConfig.background`). A method without a critic is the same row whichever
+    critic the table was asked for, one without generated arms whichever background."""
     llm_row = cfg.critic_kind != "rules" and cfg.method_config.diagnose
-    return f"{cfg.method}+{cfg.llm}" if llm_row else cfg.method
+    name = f"{cfg.method}+{cfg.llm}" if llm_row else cfg.method
+    generated = cfg.method_config.generator not in ("seed", "domain_randomization")
+    return f"{name}@{cfg.background}" if generated and cfg.background != "seed" else name
 
 
 def cell_record(cfg: RunConfig, run: Path, evals: dict[str, Any], wall_s: float, boot_hash: str | None,

@@ -376,7 +376,7 @@ def test_ood_conditions_hold_the_failing_scenes_other_ood_factors():
     the unseen colour and plate themselves); in-distribution factors and the named factor itself are left
     out."""
     from agents.config import CriticConfig
-    from agents.critic.diagnose import ood_conditions
+    from agents.critic.edits import ood_conditions
 
     sm, gen = _ood_summary()
     on = CriticConfig(allow_ood=True, ood_context=True)
@@ -387,6 +387,28 @@ def test_ood_conditions_hold_the_failing_scenes_other_ood_factors():
     assert lo <= -0.08 <= hi and hi < reference(gen, "obj_x").range[0]  # past the ID range, value kept
     assert ood_conditions(sm, gen, "obj_yaw", CriticConfig(allow_ood=True)) == {}  # off by default
     assert ood_conditions(sm, gen, "obj_yaw", CriticConfig(ood_context=True)) == {}  # needs OOD edits
+
+
+def test_on_a_domain_randomization_background_its_own_draws_are_not_conditions():
+    """With `RunConfig.background` "dr" the diagnosis is verified on domain randomization's program, where
+    the failing scene's other OOD values are ordinary draws: `on_background` keeps only the conditions that
+    lie outside the background (obj_x and obj_yaw, past narrowly widened ranges) and the diagnosed
+    factor's edit."""
+    from agents.config import CriticConfig
+    from agents.critic.diagnose import rules_diagnosis
+    from agents.critic.edits import on_background
+    from programs.seeds import dr_program
+
+    sm, gen = _ood_summary(yaw=-1.1)  # outside the ID range (±0.6), inside domain randomization's (±1.2)
+    on = CriticConfig(allow_ood=True, ood_context=True)
+    dx = rules_diagnosis(sm, gen, on)
+    ood = {"obj_x", "obj_yaw", "color", "target"}
+    assert set(dx.edit) == ood and dx.factor in ood
+    wide = on_background(dx, sm, gen, on, dr_program(gen, 0.5))
+    assert set(wide.edit) == {dx.factor} and wide.edit[dx.factor] == dx.edit[dx.factor]
+    narrow = on_background(dx, sm, gen, on, dr_program(gen, 0.01))
+    assert set(narrow.edit) == {dx.factor, "obj_x", "obj_yaw"}  # outside the background: still conditions
+    assert on_background(dx, sm, gen, on, gen) == dx  # on the seed program nothing is the background's
 
 
 def test_the_rules_critic_ranks_out_of_distribution_factors_first():

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from agents.graph.deps import open_deps
-from agents.graph.nodes.arms import load_program, save_program, seed_generation, seed_training
+from agents.graph.nodes.arms import load_program, save_program, seed_training
 from memory.types import Diagnosis, Verdict
 from programs.edits import edit
 from programs.errors import ProgramRejected
 from programs.factor_space import adapted_edits, mapped_value
-from programs.seeds import seed_library
+from programs.seeds import seed_generation, seed_library
 from tests.agents.graphkit import config, run_graph
 from tests.fakes.agents import ScriptedAgents
 from tests.fakes.trainer import FakeTrainer

@@ -16,8 +16,9 @@ from agents.graph import routing
 from agents.graph.build import build_graph
 from agents.graph.deps import open_deps
 from agents.graph.nodes import NODES
-from agents.graph.nodes.arms import load_program, seed_generation
+from agents.graph.nodes.arms import load_program
 from agents.graph.rundir import read_metrics
+from programs.seeds import seed_generation
 from tests.agents.graphkit import accepted_per_family, config, files, run_graph
 from tests.fakes.agents import ScriptedAgents
 from tests.fakes.trainer import FakeTrainer

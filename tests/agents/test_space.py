@@ -13,10 +13,10 @@ import pytest
 from agents.config import RunConfig
 from agents.config.presets import get_preset
 from agents.config.run_config import room_for_space
-from agents.graph.nodes.arms import dr_program, editable_factors, seed_generation, variant_program
+from agents.graph.nodes.arms import editable_factors, variant_program
 from agents.run import make_config, parse_args
 from programs.factor_space import movable
-from programs.seeds import seed_library, using_space
+from programs.seeds import dr_program, seed_generation, seed_library, using_space
 from sim.extension import EXTENDED_MAX_OBJECTS, EXTENSION_NAMES
 from sim.families import get_family
 from tests.agents.test_run_e2e import cli

@@ -40,8 +40,12 @@ def test_costs_are_paired_by_seed_and_judged_against_the_bar(tmp_path: Path) -> 
     assert "+9.6 ± 0.2" in md and table["rows"].keys() == rows.keys()
 
 
-def test_a_single_seed_is_no_verdict() -> None:
-    assert links.verdict(None) == "fewer than 2 paired seeds"
+def test_fewer_than_three_seeds_is_no_verdict() -> None:
+    """Two seeds whose differences tie (0.5 pp steps) have SE 0 and an interval of a point: no verdict."""
+    assert links.verdict(None) == "fewer than 3 paired seeds"
+    tied = {"seeds": [0, 1], "diffs": [-0.5, -0.5], "mean": -0.5, "se": 0.0, "ci95": [-0.5, -0.5]}
+    assert links.verdict(tied) == "fewer than 3 paired seeds"
+    assert links.verdict({**tied, "seeds": [0, 1, 2]}) == "measured not to cost 2 pp"
 
 
 def test_a_row_that_is_not_a_link_ablation_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,6 +4,7 @@ the recorded cells. The numbers of the smoke table are not checked: it is far to
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -81,6 +82,22 @@ def test_a_mostly_fallen_back_diagnosis_cell_is_flagged():
     assert record.integrity(cfg, rows)["flagged"]
     sft = table_cells.cell_config(presets.TABLES.get("smoke"), "sft", 0, "rules", 1)
     assert not record.integrity(sft, rows)["flagged"]
+
+
+def test_the_dr_background_table_makes_rows_of_its_own_on_the_core_bootstraps():
+    """`--preset core_dr`: the core table's cells with `RunConfig.background` "dr", recorded as rows of
+    their own (`coda@dr`, `uniform@dr`) in their own folder, on the core table's bootstraps; a method
+    without generated arms (domain randomization, SFT) is the same row on any background."""
+    core, dr = presets.TABLES.get("core"), presets.TABLES.get("core_dr")
+    assert table_cells.boot_home(dr) == "table1_core" == core.table and dr.table != core.table
+    methods = ("coda", "uniform", "domain_randomization", "sft")
+    got = {m: table_cells.cell_config(dr, m, 0, "rules", 1) for m in methods}
+    assert {m: record.row_name(c) for m, c in got.items()} == {
+        "coda": "coda@dr", "uniform": "uniform@dr", "domain_randomization": "domain_randomization",
+        "sft": "sft"}
+    plain = table_cells.cell_config(core, "coda", 0, "rules", 1)
+    assert got["coda"] == dataclasses.replace(plain, background="dr")
+    assert record.row_name(table_cells.cell_config(dr, "coda", 0, "local", 1)) == "coda+local@dr"
 
 
 def test_an_llm_critic_makes_rows_of_its_own_with_their_integrity_in_the_table():

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.graph.nodes.arms import dr_program, editable_factors, seed_generation
+from agents.graph.nodes.arms import editable_factors
 from programs.factor_space import movable, seen_movable, variant_sides
+from programs.seeds import dr_program, seed_generation
 from sim.families import get_family, our_families
 
 

@@ -73,7 +73,7 @@ def test_markdown_averages_families_over_seeds():
 
 
 @pytest.mark.parametrize("args", [["--sources", "odd"], ["--budgets", "0"], ["--replay", "maybe"],
-                                  ["--seeds", "0"]])
+                                  ["--seeds", "0"], ["--table", "core", "--sources", "ood_added"]])
 def test_cli_refuses_bad_input(args: list[str], capsys: pytest.CaptureFixture[str]):
     assert ceiling.main(args) == 2
     assert capsys.readouterr().err.startswith("error: ")

@@ -6,6 +6,7 @@ seed; bad input is refused before any work. The measurement itself (a three-roun
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -60,8 +61,24 @@ def test_the_table_pairs_each_value_with_the_reference_by_seed() -> None:
     assert "**`uniform`, `variant_factors`**" in md and "Command: `cmd`" in md
     lines = md.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("| `"))
-    assert lines[first] == "| `3` | 85.0 ± 0.0 | 20.0 ± 5.0 | – | [0, 1] |"  # the reference first
-    assert lines[first + 1] == "| `14` | 85.0 ± 0.0 | 23.0 ± 4.0 | +3.0 ± 1.0 (2 seeds) | [0, 1] |"
+    assert lines[first] == "| `3` | 85.0 ± 0.0 | 20.0 ± 5.0 | – | – | [0, 1] |"  # the reference first
+    assert lines[first + 1] == "| `14` | 85.0 ± 0.0 | 23.0 ± 4.0 | +3.0 ± 1.0 (2 seeds) | – | [0, 1] |"
+
+
+def test_a_critic_s_verdicts_are_summed_over_its_rounds_and_seeds(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [{"round": 0}, {"round": 1, "critic": {"diagnoses": 8, "verdicts": {"validated": 2, "refuted": 3,
+                                                                               "inconclusive": 3}}},
+            {"round": 2, "critic": {"diagnoses": 6, "verdicts": {"validated": 1, "inconclusive": 5}}}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = study.run_verdicts(run)
+    assert got == {"diagnoses": 14, "validated": 3, "refuted": 3, "inconclusive": 8}
+    cell = {"method": "coda", "knob": "background", "value": "dr", "reference": "dr", "command": "cmd",
+            "id": {"a": 80.0}, "ood": {"a": 10.0}}
+    md = study.markdown([{**cell, "seed": 0, "verdicts": got}, {**cell, "seed": 1, "verdicts": got}])
+    assert "| 6 / 6 / 16 / 28 | [0, 1] |" in md
+    assert "| – | [0, 1] |" in study.markdown([{**cell, "seed": 0, "verdicts": got}, {**cell, "seed": 1}])
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -28,13 +28,12 @@ import numpy as np
 
 from agents.graph.deps import Deps
 from agents.graph.nodes.arms import (
+    arm_base,
     composite_program,
-    dr_program,
     editable_factors,
     load_program,
     mode_edits,
     save_program,
-    seed_generation,
     seed_programs,
     variant_id,
     variant_program,
@@ -42,6 +41,7 @@ from agents.graph.nodes.arms import (
 from agents.graph.nodes.work import stable_seed
 from agents.graph.state import RoundState, Slot, new_slot
 from programs.factor_space import variant_sides
+from programs.seeds import background_program, seed_generation
 
 ArmPrograms = dict[str, str]  # mode_id, program, train_program, template
 
@@ -64,25 +64,28 @@ def _seed_arm(deps: Deps, family: str) -> ArmPrograms:
 
 def _dr_arm(deps: Deps, family: str) -> ArmPrograms:
     """Domain randomization's arm: the seed arm with every range widened (`dr_program`)."""
-    prog = save_program(deps, dr_program(seed_generation(family), deps.config.dr_widen), 0)
+    prog = save_program(deps, background_program(family, "dr", deps.config.dr_widen), 0)
     return {**_seed_arm(deps, family), "mode_id": "dr", "program": prog}
 
 
 def _base_arms(deps: Deps, family: str) -> list[ArmPrograms]:
     """What a diagnosis-driven family's arms start from: the seed arm (domain randomization's with
-    `RunConfig.base_arm` "dr"), or nothing with `MethodConfig.seed_arm` off (modes and exploration variants
-    then take the whole budget)."""
-    if not deps.config.method_config.seed_arm:
+    `RunConfig.base_arm` "dr", or on a "dr" `RunConfig.background`: the base arm is the background itself),
+    or nothing with `MethodConfig.seed_arm` off (modes and exploration variants then take the whole
+    budget)."""
+    cfg = deps.config
+    if not cfg.method_config.seed_arm:
         return []
-    return [_dr_arm(deps, family) if deps.config.base_arm == "dr" else _seed_arm(deps, family)]
+    return [_dr_arm(deps, family) if "dr" in (cfg.base_arm, cfg.background) else _seed_arm(deps, family)]
 
 
 def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -> list[ArmPrograms]:
     """`k` distinct variants of the seed program, each moving `variant_factors` distinct factors (fewer
-    when the family has fewer), factors and sides drawn uniformly."""
-    base = seed_generation(family)
+    when the family has fewer), factors and sides drawn uniformly, laid on the run's background
+    (`arms.arm_base`: the rest of the factors as the seed or domain randomization draws them)."""
+    seed, base = seed_generation(family), arm_base(deps, family)
     rng = np.random.default_rng(stable_seed(deps.config.seed, round_no, family, tag))
-    factors = editable_factors(base)
+    factors = editable_factors(seed)
     moved = min(deps.config.variant_factors, len(factors))
     arms: dict[str, ArmPrograms] = {}
     for _ in range(20 * k):
@@ -98,7 +101,7 @@ def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -
             moves.append((f.name, sides[int(rng.integers(len(sides)))]))
         mode = variant_id(moves)
         if mode not in arms:
-            program = variant_program(base, moves, round_no)
+            program = variant_program(base, moves, round_no, ranges=seed)
             _, train = seed_programs(deps, family)
             arms[mode] = {"mode_id": mode, "program": save_program(deps, program, round_no),
                           "train_program": train, "template": ""}
@@ -211,7 +214,7 @@ def _memory_arms(deps: Deps, family: str, round_no: int) -> tuple[list[ArmProgra
     from memory.ledger import allocate_family, arm_scores
 
     cfg, mem = deps.config, deps.memory
-    base = seed_generation(family)
+    base = arm_base(deps, family)
     modes = [m.id for m in mem.modes_for_family(family, maps=lambda m: _carries(m, base,
                                                                                  cfg.writer.allow_ood))]
     scores = arm_scores(deps.ledger, family, modes, cfg.allocation)
@@ -256,7 +259,8 @@ def _composite_arm(deps: Deps, family: str, base: Any, parts: Sequence[tuple[str
     for mode, entry, _ in parts:
         source = load_program(deps, _sidecar(entry.generation_path))
         try:
-            edits.append((mode, mode_edits(source, entry.family, base, deps.config.writer.allow_ood)))
+            edits.append((mode, mode_edits(source, arm_base(deps, entry.family), base,
+                                            deps.config.writer.allow_ood)))
         except ProgramRejected:
             continue
     program = composite_program(base, edits, round_no)

@@ -11,7 +11,7 @@ from typing import Any
 from agents.graph.deps import Deps
 from memory.types import slug
 from programs.model import GenerationProgram, TrainingProgram
-from sim.extension import Space
+from programs.seeds import background_program
 
 
 def save_program(deps: Deps, program: Any, round_no: int) -> str:
@@ -51,13 +51,17 @@ def seed_programs(deps: Deps, family: str) -> tuple[str, str]:
     return save_program(deps, gen, 0), save_program(deps, train, 0)
 
 
-def seed_generation(family: str, space: Space | None = None) -> GenerationProgram:
-    """The family's seed generation program in `space` (None: the running run's, set around every node by
-    `agents.graph.build.instrument` with `programs.seeds.using_space`): what the writers edit, exploration
-    variants move and domain randomization widens."""
-    from programs.seeds import seed_library
 
-    return seed_library(space)[family][0]
+
+
+
+def arm_base(deps: Deps, family: str) -> GenerationProgram:
+    """`background_program` for the running run's config, written beside the seed programs (the parent
+    every generated program's lineage names)."""
+    program = background_program(family, deps.config.background, deps.config.dr_widen)
+    if deps.config.background != "seed":
+        save_program(deps, program, 0)
+    return program
 
 
 def seed_training(family: str) -> TrainingProgram:
@@ -106,26 +110,27 @@ def variant_id(moves: Sequence[tuple[str, Any]]) -> str:
     return f"{whole[:VARIANT_ID_MAX - 13]}_{hashlib.sha256(whole.encode()).hexdigest()[:12]}"
 
 
-def variant_program(base: GenerationProgram, moves: Sequence[tuple[str, Any]],
-                    round_no: int) -> GenerationProgram:
-    """`base` with every factor of `moves` moved past its training range at once."""
+def variant_program(base: GenerationProgram, moves: Sequence[tuple[str, Any]], round_no: int,
+                    ranges: GenerationProgram | None = None) -> GenerationProgram:
+    """`base` with every factor of `moves` moved past its training range at once — the range `ranges`
+    (default `base`) gives it: the seed program's when `base` is a widened background."""
     from programs.edits import edit_many
     from programs.factor_space import variant_edit
 
-    changes = {f: variant_edit(base.factor(f), side) for f, side in moves}
+    changes = {f: variant_edit((ranges or base).factor(f), side) for f, side in moves}
     text = ", ".join(f"{f} -> {v}" for f, v in changes.items())
     return edit_many(base, changes, mode_id=variant_id(moves), round_no=round_no,
                      diagnosis=f"variant: {text}")
 
 
-def mode_edits(program: GenerationProgram, source_family: str, base: GenerationProgram,
+def mode_edits(program: GenerationProgram, source_base: GenerationProgram, base: GenerationProgram,
                allow_ood: bool) -> dict[str, Any]:
-    """What makes a mode's generation program (written for `source_family`) differ from its family's seed
-    program, carried onto `base`'s factors (`programs.factor_space.adapted_edits`; the same family: the
-    edits themselves). `ProgramRejected` when nothing carries over."""
+    """What makes a mode's generation program differ from the program it was written on (`source_base`,
+    its family's `background_program`), carried onto `base`'s factors (`programs.factor_space.adapted_edits`;
+    the same family: the edits themselves). `ProgramRejected` when nothing carries over."""
     from programs.factor_space import adapted_edits
 
-    return adapted_edits(program, seed_generation(source_family), base, allow_ood=allow_ood)
+    return adapted_edits(program, source_base, base, allow_ood=allow_ood)
 
 
 def composite_id(modes: Sequence[str]) -> str:
@@ -154,21 +159,3 @@ def composite_program(base: GenerationProgram, parts: Sequence[tuple[str, dict[s
     text = "; ".join(used)
     return edit_many(base, changes, mode_id=composite_id(used), round_no=round_no,
                      diagnosis=f"composite of difficulty modes {text}: {changes}")
-
-
-def dr_program(base: GenerationProgram, widen: float) -> GenerationProgram:
-    """Domain randomization: every numeric range widened (`programs.factor_space.widened_range`) and every
-    choice drawn from all the values its schema declares, the unseen ones too."""
-    from programs.edits import edit_many
-    from programs.factor_space import widened_range
-
-    changes: dict[str, Any] = {}
-    for f in base.factors:
-        new = widened_range(f, widen)
-        if new is not None:
-            changes[f.name] = new
-        elif f.type == "choice" and f.ood_choices:
-            changes[f.name] = (*f.choices, *f.ood_choices)
-    program = edit_many(base, changes, mode_id="dr", diagnosis=f"domain randomization: ranges widened by "
-                        f"{widen:.0%} of their width per side")
-    return program

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from agents.graph.deps import Deps
-from agents.graph.nodes.arms import load_program, seed_generation
+from agents.graph.nodes.arms import arm_base, load_program
 from agents.graph.nodes.rollout import outcomes, scene_id
 from agents.graph.nodes.work import agent_failures, error_text, raised_in, retry_feedback, stable_seed
 from agents.graph.rundir import read_json, write_json
@@ -161,13 +161,14 @@ def verify(state: RoundState, deps: Deps) -> dict[str, Any]:
             rng = np.random.default_rng(stable_seed(deps.config.seed, state["round"], dx.id))
             run_batch = make_run_batch(deps, state, dx.id)
             try:
-                # on the family's base distribution, not the arm's program: a difficulty mode is a
-                # departure from the seed distribution, and an arm that already holds the hard condition
-                # (a variant, a mode) fails its control batch too (FINDINGS #2)
-                verdict = deps.agents.verify(dx, seed_generation(rec["family"]), run_batch,
+                # on the family's base distribution (the run's background: the seed's, or domain
+                # randomization's), not the arm's program: a difficulty mode is a departure from that
+                # distribution, and an arm that already holds the hard condition (a variant, a mode)
+                # fails its control batch too (FINDINGS #2)
+                verdict = deps.agents.verify(dx, arm_base(deps, rec["family"]), run_batch,
                                              n=deps.config.verify_n, alpha=deps.config.verify_alpha, rng=rng)
                 rec["verdict"] = verdict.model_dump(mode="json")
-                rec["verified_on"] = "seed"
+                rec["verified_on"] = deps.config.background
                 if verdict.context_dropped:  # what stands is the factor alone: the writer recreates that
                     rec["diagnosed_edit"] = rec["diagnosis"]["edit"]
                     rec["diagnosis"] = dx.without_context().model_dump(mode="json")

@@ -22,9 +22,9 @@ from typing import Any
 
 from agents.graph.deps import Deps
 from agents.graph.nodes.arms import (
+    arm_base,
     load_program,
     save_program,
-    seed_generation,
     seed_programs,
     static_errors,
     template_made,
@@ -66,9 +66,9 @@ def _adapt(deps: Deps, slot: Slot, round_no: int) -> Any | None:
 
     entry = deps.memory.program_entry(slot["template"])
     source = load_program(deps, entry.generation_path[:-3] + ".json")
-    base = seed_generation(slot["family"])
+    base = arm_base(deps, slot["family"])
     try:
-        edits = adapted_edits(source, seed_generation(entry.family), base,
+        edits = adapted_edits(source, arm_base(deps, entry.family), base,
                               allow_ood=deps.config.writer.allow_ood)
     except ProgramRejected:
         return None
@@ -80,7 +80,7 @@ def _write(deps: Deps, slot: Slot, round_no: int) -> tuple[Any | None, str, Slot
     """Ask the writer for the slot's program, from the family's seed program and the mode; on a retry the
     feedback is the failing program's exact error. Returns (program, "", "") or (None, the error, its
     kind); only an expected writer failure (`agent_failures`) is caught."""
-    base = seed_generation(slot["family"])
+    base = arm_base(deps, slot["family"])
     feedback = slot["error"] or None
     mode = load_mode(deps, slot["mode_id"])  # a mode that cannot be loaded is a bug, not the writer's failure
     try:

@@ -19,8 +19,8 @@ from typing import Any
 
 from agents.graph.deps import Deps
 from agents.graph.nodes.arms import (
+    arm_base,
     save_program,
-    seed_generation,
     seed_training,
     static_errors,
     writer_examples,
@@ -148,7 +148,7 @@ def _generation_program(deps: Deps, mode: Any, family: str, round_no: int,
     def make(feedback: str | None) -> tuple[Any, str]:
         # the validated diagnosis rides along: its edit (and any task choices it holds under) is what the
         # verification confirmed, so the writer recreates exactly that difficulty
-        p = deps.agents.write_generation_program(mode, seed_generation(family), deps.llm, feedback,
+        p = deps.agents.write_generation_program(mode, arm_base(deps, family), deps.llm, feedback,
                                                  diagnosis=dx, round_no=round_no,
                                                  examples=writer_examples(deps, mode))
         return p, static_errors(p) or ""

@@ -106,3 +106,35 @@ def test_a_variant_that_moves_every_factor_has_an_id_short_enough_to_name_a_file
     other = [*every[:-1], ("factor_13", "low")]
     assert len(variant_id(every)) == VARIANT_ID_MAX and variant_id(every).startswith("var_factor_0_high__")
     assert variant_id(every) != variant_id(other) and variant_id(every) == variant_id(list(every))
+
+
+@pytest.mark.parametrize("method", ["uniform", "coda"])
+def test_generated_arms_can_lie_on_domain_randomization(before, method: str) -> None:
+    """`RunConfig.background` "dr": a generated arm moves the same factors to the same values as on the seed
+    background, and draws every other factor from domain randomization's widened range; the base arm is
+    the background itself, the budget is as before, and a generated arm's edits, measured against its
+    background, are its moves alone."""
+    from agents.graph.nodes.arms import load_program, mode_edits
+    from programs.seeds import background_program
+
+    seed_deps, state = before("allocate", method, variant_factors=2)
+    dr_deps, _ = before("allocate", method, variant_factors=2, background="dr")
+    on_seed, on_dr = call(allocate, state, seed_deps)["slots"], call(allocate, state, dr_deps)["slots"]
+    assert [s["n"] for s in on_seed] == [s["n"] for s in on_dr]
+    assert [s["mode_id"] for s in on_seed][1:] == [s["mode_id"] for s in on_dr][1:]
+    seed, widened = background_program("pick_place"), background_program("pick_place", "dr", 0.5)
+    variants = [(a, b) for a, b in zip(on_seed, on_dr, strict=True) if a["mode_id"].startswith("var_")]
+    assert variants
+    for a, b in variants:
+        plain, wide = load_program(seed_deps, a["program"]), load_program(dr_deps, b["program"])
+        moved = mode_edits(plain, seed, seed, allow_ood=True)
+        assert len(moved) == 2 and mode_edits(wide, widened, widened, allow_ood=True) == moved
+        for f in wide.factors:
+            expected = plain.factor(f.name) if f.name in moved else widened.factor(f.name)
+            assert (f.range, f.choices) == (expected.range, expected.choices), f.name
+        assert any(f.range != seed.factor(f.name).range for f in wide.factors if f.name not in moved)
+    if method == "coda":  # the base arm is the background itself
+        assert on_seed[0]["mode_id"] == "seed" and on_dr[0]["mode_id"] == "dr"
+        assert load_program(dr_deps, on_dr[0]["program"]).factors == widened.factors
+    with pytest.raises(ValueError, match="background"):
+        dataclasses.replace(seed_deps.config, background="ood")

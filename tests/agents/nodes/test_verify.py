@@ -1,5 +1,5 @@
 """`verify`: every unverified diagnosis gets a verdict from a targeted batch run on the family's seed
-distribution, written into its file."""
+distribution (or the run's domain-randomization background), written into its file."""
 
 from __future__ import annotations
 
@@ -19,6 +19,24 @@ def test_each_diagnosis_gets_a_verdict_on_the_seed_distribution(before) -> None:
     (batch,) = [outcomes for kind, outcomes in deps.agents.calls if kind == "verify"]
     assert len(batch) == deps.config.verify_n and deps.meter.episodes == deps.config.verify_n
     assert call(verify, state, deps) == update and len(deps.agents.calls) == 1  # verified once
+
+
+def test_on_a_domain_randomization_background_the_diagnosis_is_verified_there(before) -> None:
+    """`RunConfig.background` "dr": the targeted batch departs from domain randomization's program, the
+    distribution the run's generated arms lie on, and the record says so."""
+    from programs.seeds import background_program
+
+    class Seen(ScriptedAgents):
+        def verify(self, diagnosis, program, *args, **kwargs):
+            self.programs = [*getattr(self, "programs", []), program]
+            return super().verify(diagnosis, program, *args, **kwargs)
+
+    deps, state = before("verify", agents=Seen(), background="dr")
+    call(verify, state, deps)
+    rec = read_json(deps.run.root / state["diagnoses"][0])
+    assert rec["verified_on"] == "dr"
+    assert deps.agents.programs == [background_program(rec["family"], "dr", deps.config.dr_widen)]
+    assert deps.agents.programs[0] != background_program(rec["family"])
 
 
 def test_a_verification_that_raises_is_reported_not_fatal(before) -> None:
