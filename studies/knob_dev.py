@@ -19,8 +19,9 @@ is rebuilt from every record there.
 
     python -m studies.knob_dev --pair coda:background=dr,uniform:background=dr --results docs/results/findings
 
-`--pair` runs nothing: it pairs recorded cells of different methods or knobs by seed (the first against each
-other, dev OOD), into `knob_dev_pairs.md` beside the page (one section per `--pair`, replaced when repeated).
+`--pair` runs nothing: it pairs recorded cells of different methods or knobs by seed (the first against
+each of the others, dev OOD), into `knob_dev_pairs.md` beside the page (one section per `--pair`, replaced
+when repeated).
 """
 
 from __future__ import annotations
@@ -158,8 +159,8 @@ def markdown(cells: Sequence[dict[str, Any]]) -> str:
 
 
 def pair_section(results: Path, cells: Sequence[str], command: str) -> str:
-    """Each `method:knob=value`'s recorded dev OOD per seed, and the first paired against each other by seed
-    (mean ± SE, 95 % t interval); a cell with no record is a ValueError."""
+    """Each `method:knob=value`'s recorded dev OOD per seed, and the first paired against each of the others
+    by seed (mean ± SE, 95 % t interval); a cell with no record is a ValueError."""
     from experiments.table.table_power import T975
 
     got = {}
