@@ -160,10 +160,11 @@ def markdown(cells: Sequence[dict[str, Any]]) -> str:
 
 def pair_section(results: Path, cells: Sequence[str], command: str) -> str:
     """Each `method:knob=value`'s recorded dev OOD per seed, and the first paired against each of the others
-    by seed (mean ± SE, 95 % t interval); a cell with no record is a ValueError."""
-    from experiments.table.table_power import T975
+    by seed (`experiments.table.table_power.paired`: mean ± SE, 95 % t interval); a cell with no record is a
+    ValueError."""
+    from experiments.table.table_power import paired
 
-    got = {}
+    got: dict[str, dict[int, dict[str, Any]]] = {}
     for c in cells:
         method, _, kv = c.partition(":")
         knob, _, value = kv.partition("=")
@@ -171,18 +172,14 @@ def pair_section(results: Path, cells: Sequence[str], command: str) -> str:
         recs = sorted(folder.glob(f"{value.replace('+', '_')}_seed*.json"))
         if not method or not knob or not value or not recs:
             raise ValueError(f"--pair {c!r}: no record under {results / 'knob_dev'} (METHOD:KNOB=VALUE)")
-        got[c] = {r["seed"]: _avg(r, "ood") for r in (json.loads(p.read_text()) for p in recs)}
-    base, *rest = cells
-    rows = [(f"`{c}`", ", ".join(f"{s}: {v:.1f}" for s, v in sorted(got[c].items())), "–", "–")
-            for c in cells]
-    for i, c in enumerate(rest, start=1):
-        seeds = sorted(set(got[base]) & set(got[c]))
-        d = [got[base][s] - got[c][s] for s in seeds]
-        m = mean_se(d) if len(d) >= 2 else None
-        if m is not None:
-            t = T975.get(len(d) - 1, 1.96)
-            rows[i] = (*rows[i][:2], f"{m['mean']:+.1f} ± {m['se']:.1f} ({len(d)} seeds)",
-                       f"[{m['mean'] - t * m['se']:+.1f}, {m['mean'] + t * m['se']:+.1f}]")
+        got[c] = {r["seed"]: r for r in (json.loads(p.read_text()) for p in recs)}
+    base = cells[0]
+    rows = []
+    for c in cells:
+        d = paired(got, c, base=base) if c != base else None
+        rows.append((f"`{c}`", ", ".join(f"{s}: {_avg(r, 'ood'):.1f}" for s, r in sorted(got[c].items())),
+                     "–" if d is None else f"{d['mean']:+.1f} ± {d['se']:.1f} ({len(d['seeds'])} seeds)",
+                     "–" if d is None else f"[{d['ci95'][0]:+.1f}, {d['ci95'][1]:+.1f}]"))
     head = ("cell", "dev OOD by seed", f"`{base}` − cell, paired", "95 % t interval")
     return "\n".join([f"**`{base}` against the others**", "", *md_table(head, rows), "",
                       f"Command: `{command}`", ""])
