@@ -262,6 +262,9 @@ def links_row(results: Path, link: str) -> list[str]:
             f"| {', '.join(parts)} |"]
 
 
+EXTENDED_OTHERS = ("learnability", "domain_randomization", "sft")
+
+
 def extended_pairs(results: Path) -> tuple[dict[str, dict[int, dict]], list[int], tuple[float, float]]:
     """The extended table's cells, the seeds CoDA and uniform share, and CoDA − uniform on `ood_single`
     paired over them (mean, SE; (0, 0) without a shared seed)."""
@@ -287,9 +290,12 @@ def extended_rows(results: Path, link: str) -> list[str]:
 
     pair = f"; CoDA − uniform {ms(diff, '+')} {interval(diff, len(both))}" if len(both) >= 2 else ""
     seeds = ",".join(map(str, both))
+    # the other rows of the scaling study, where they cover the same seeds
+    others = "".join(f", {name} {on(m, 'ood_single')}" for m, name in CORE_BASELINES
+                     if m in EXTENDED_OTHERS and set(both) <= set(te.get(m, {})))
     return [f"| [Extended space]({link}factor_scaling.md): ~41 factors per family (the core's ~14 and 27 "
             f"nuisances), `ood_single` success % (one factor moved), 3 rounds, seeds {seeds} "
-            f"| {on('coda', 'ood_single')} | uniform {on('uniform', 'ood_single')}, the bootstraps "
+            f"| {on('coda', 'ood_single')} | uniform {on('uniform', 'ood_single')}{others}, the bootstraps "
             f"{ms(mean_se([avg(b['ood_single']) for b in boots]))}{pair}; every factor moved (`ood`): CoDA "
             f"{on('coda', 'ood')}, uniform {on('uniform', 'ood')} |"]
 
@@ -302,7 +308,7 @@ def extended_sentence(results: Path) -> str:
     if len(both) < 2:
         return ""
     shown = "shown" if bounds(d, len(both))[0] > 0 else "not shown"
-    return (f"In the extended space (~41 factors per family, {len(both)} seeds so far) CoDA − uniform with "
+    return (f"In the extended space (~41 factors per family, {len(both)} seeds) CoDA − uniform with "
             f"one factor moved is {ms(d, '+')} pp {interval(d, len(both))}: its lead is {shown}. ")
 
 

@@ -16,6 +16,12 @@ whose `<method>_seed<k>` runs already are the cells of the value the table runs 
 own runs), so those are evaluated, not run again. Records land in `<results>/knob_dev/<method>__<knob>/`
 (default runs/results/findings; the committed ones: `--results docs/results/findings`) and `knob_dev.md`
 is rebuilt from every record there.
+
+    python -m studies.knob_dev --pair coda:background=dr,uniform:background=dr --results docs/results/findings
+
+`--pair` runs nothing: it pairs recorded cells of different methods or knobs by seed (the first against
+each of the others, dev OOD), into `knob_dev_pairs.md` beside the page (one section per `--pair`, replaced
+when repeated).
 """
 
 from __future__ import annotations
@@ -152,10 +158,48 @@ def markdown(cells: Sequence[dict[str, Any]]) -> str:
                              "over seeds.\n")
 
 
+def pair_section(results: Path, cells: Sequence[str], command: str) -> str:
+    """Each `method:knob=value`'s recorded dev OOD per seed, and the first paired against each of the others
+    by seed (`experiments.table.table_power.paired`: mean ± SE, 95 % t interval); a cell with no record is a
+    ValueError."""
+    from experiments.table.table_power import paired
+
+    got: dict[str, dict[int, dict[str, Any]]] = {}
+    for c in cells:
+        method, _, kv = c.partition(":")
+        knob, _, value = kv.partition("=")
+        folder = results / "knob_dev" / f"{method}__{knob}"
+        recs = sorted(folder.glob(f"{value.replace('+', '_')}_seed*.json"))
+        if not method or not knob or not value or not recs:
+            raise ValueError(f"--pair {c!r}: no record under {results / 'knob_dev'} (METHOD:KNOB=VALUE)")
+        got[c] = {r["seed"]: r for r in (json.loads(p.read_text()) for p in recs)}
+    base = cells[0]
+    rows = []
+    for c in cells:
+        d = paired(got, c, base=base) if c != base else None
+        rows.append((f"`{c}`", ", ".join(f"{s}: {_avg(r, 'ood'):.1f}" for s, r in sorted(got[c].items())),
+                     "–" if d is None else f"{d['mean']:+.1f} ± {d['se']:.1f} ({len(d['seeds'])} seeds)",
+                     "–" if d is None else f"[{d['ci95'][0]:+.1f}, {d['ci95'][1]:+.1f}]"))
+    head = ("cell", "dev OOD by seed", f"`{base}` − cell, paired", "95 % t interval")
+    return "\n".join([f"**`{base}` against the others**", "", *md_table(head, rows), "",
+                      f"Command: `{command}`", ""])
+
+
+def write_pairs(results: Path, cells: Sequence[str], command: str) -> Path:
+    """Add (or replace) the `--pair` section of `cells` in `knob_dev_pairs.md`."""
+    page = results / "knob_dev_pairs.md"
+    sections = json.loads(page.with_suffix(".json").read_text()) if page.with_suffix(".json").exists() else {}
+    sections[",".join(cells)] = pair_section(results, cells, command)
+    page.with_suffix(".json").write_text(json.dumps(sections, indent=1) + "\n")
+    page.write_text("\n".join(sections.values()) + "\nDevelopment scenes only; success in %.\n")
+    return page
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = command_parser("studies.knob_dev", __doc__)
     ap.add_argument("--method", default="coda", help="a method of the core table (default coda)")
-    ap.add_argument("--knob", required=True,
+    ap.add_argument("--pair", help="METHOD:KNOB=VALUE,…: pair recorded cells by seed (nothing runs)")
+    ap.add_argument("--knob",
                     help="PATH=V1,V2,…: a dotted RunConfig field and its values, the first the reference")
     ap.add_argument("--seeds", type=seed_list, default=[0, 1, 2], help="N (seeds 0..N-1) or a list")
     ap.add_argument("--per-split", type=int, default=25, help="development scenes per family and split")
@@ -165,6 +209,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="where knob_dev/ and knob_dev.md go (default runs/results/findings)")
     a = ap.parse_args(argv)
+    given = argv if argv is not None else sys.argv[1:]
+    command = ("python -m studies.knob_dev " + " ".join(given)).strip()
+    if a.pair:
+        try:
+            cells = [c for c in a.pair.split(",") if c]
+            if len(cells) < 2:
+                raise ValueError("--pair needs at least two cells")
+            print(write_pairs(a.results, cells, command).read_text())
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
+    if a.knob is None:
+        print("error: --knob (or --pair) is required", file=sys.stderr)
+        return 2
     try:
         knob, _, listed = a.knob.partition("=")
         values = list(dict.fromkeys(v.strip() for v in listed.split(",") if v.strip()))
@@ -181,8 +240,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from sim.pool import EpisodePool
 
-    given = argv if argv is not None else sys.argv[1:]
-    command = ("python -m studies.knob_dev " + " ".join(given)).strip()
     folder = a.results / "knob_dev" / f"{a.method}__{knob}"
     folder.mkdir(parents=True, exist_ok=True)
     families = knob_config(a.method, knob, values[0], 0).families

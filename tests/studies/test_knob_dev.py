@@ -88,3 +88,26 @@ def test_a_critic_s_verdicts_are_summed_over_its_rounds_and_seeds(tmp_path: Path
     (["--knob", "variant_factors=3,6", "--reuse", "/nonexistent"], "no such folder")])
 def test_bad_input_is_refused_before_any_work(argv, message, capsys) -> None:
     assert study.main(argv) == 2 and message in capsys.readouterr().err
+
+
+def test_recorded_cells_of_different_methods_pair_by_seed(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    def record(method: str, knob: str, value: str, seed: int, ood: float) -> None:
+        folder = tmp_path / "knob_dev" / f"{method}__{knob}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{value}_seed{seed}.json").write_text(json.dumps(
+            {"method": method, "knob": knob, "value": value, "seed": seed, "ood": {"a": ood, "b": ood}}))
+
+    for seed, (a, b) in enumerate([(24.0, 31.0), (23.0, 24.0), (30.0, 20.0)]):
+        record("coda", "background", "dr", seed, a)
+        record("uniform", "background", "dr", seed, b)
+    args = ["--pair", "coda:background=dr,uniform:background=dr", "--results", str(tmp_path)]
+    assert study.main(args) == 0
+    page = (tmp_path / "knob_dev_pairs.md").read_text()
+    row = "| `uniform:background=dr` | 0: 31.0, 1: 24.0, 2: 20.0 | +0.7 ± 5.0 (3 seeds) | [-20.7, +22.1] |"
+    assert row in page
+    assert study.main(args) == 0  # the same pair again replaces its section
+    assert (tmp_path / "knob_dev_pairs.md").read_text().count("against the others") == 1
+    missing = ["--pair", "coda:background=dr,uniform:background=seed", "--results", str(tmp_path)]
+    assert study.main(missing) == 2
+    assert "no record" in capsys.readouterr().err

@@ -51,10 +51,6 @@ def seed_programs(deps: Deps, family: str) -> tuple[str, str]:
     return save_program(deps, gen, 0), save_program(deps, train, 0)
 
 
-
-
-
-
 def arm_base(deps: Deps, family: str) -> GenerationProgram:
     """`background_program` for the running run's config, written beside the seed programs (the parent
     every generated program's lineage names)."""
