@@ -212,6 +212,45 @@ def core_rows(results: Path, link: str) -> list[str]:
     return out
 
 
+# issue #39's rows on domain randomization's program (`--preset core_dr`): chosen after the core table's
+# frozen rows were read, so shown only beside their re-check on the never-read set
+DR_ROWS = (("coda@dr", "CoDA"), ("uniform@dr", "uniform"))
+DR_BASE = ("domain_randomization", "domain randomization")
+RECHECK = "recheck50"
+
+
+def dr_rows(results: Path, link: str) -> list[str]:
+    """CoDA (and uniform, where run) with its arms on domain randomization's program, beside DR itself, on
+    the frozen suites and on `recheck50`, over CoDA's seeds — none until those seeds of `coda@dr` and of
+    another row have their re-check (issue #39's rule: a choice made after reading a suite is re-checked
+    before it is reported)."""
+    frozen = {**cells(results / "table1_core"), **cells(results / "table1_core_dr")}
+    again = cells(results / RECHECK / "table1_core_dr")
+    coda = frozen.get("coda@dr", {})
+    if not coda or not set(coda) <= set(again.get("coda@dr", {})):
+        return []
+    rows = [(m, name) for m, name in (*DR_ROWS, DR_BASE)
+            if m in frozen and set(coda) <= set(frozen[m]) and set(coda) <= set(again.get(m, {}))]
+    if len(rows) < 2:  # nothing re-checked beside it yet
+        return []
+
+    def both(recs: dict[str, dict[int, dict]], m: str) -> str:
+        return ms(mean_se([avg(recs[m][k]["ood"]) for k in sorted(coda)]))
+
+    def pair(recs: dict[str, dict[int, dict]], other: str) -> str:
+        d = mean_se([avg(recs["coda@dr"][k]["ood"]) - avg(recs[other][k]["ood"]) for k in sorted(coda)],
+                    digits=None)
+        return f"{ms(d, '+')} {interval(d, len(coda))}"
+
+    seeds = ",".join(map(str, sorted(coda)))
+    others = ", ".join(f"{name} {both(frozen, m)} / {both(again, m)}" for m, name in rows[1:])
+    pairs = "; ".join(f"CoDA − {name} {pair(frozen, m)} / {pair(again, m)}" for m, name in rows[1:])
+    return [f"| [Table 1 on DR's program]({link}{RECHECK}/table1_core_dr.md): the generated arms drawn on "
+            f"domain randomization's widened program (`core_dr`), avg OOD % on the frozen suites / on "
+            f"`{RECHECK}` (never read; the choice came after the frozen rows), seeds {seeds} "
+            f"| {both(frozen, 'coda@dr')} / {both(again, 'coda@dr')} | {others}; {pairs} |"]
+
+
 def core_oracle(results: Path) -> dict | None:
     """The oracle beside the `core` table on its `ood` split and the share of its gain CoDA takes, as
     `experiments.factor_scaling` wrote them (`factor_scaling.json`); None before its records land."""
@@ -364,7 +403,8 @@ def readme_table(results: Path, link: str) -> list[str]:
     """The README's results table and the sentence that reads it."""
     lp = json.loads((results / "liberopro.json").read_text())
     lines = ["| result (its page) | CoDA | baselines and references |", "|---|---|---|",
-             *core_rows(results, link), *core_headroom_row(results, link), *links_row(results, link),
+             *core_rows(results, link), *dr_rows(results, link), *core_headroom_row(results, link),
+             *links_row(results, link),
              *extended_rows(results, link),
              *earlier_rows(results, link)]
     for suite, run, boot, key in LIBERO:

@@ -132,3 +132,31 @@ def test_the_links_row_shows_the_rows_with_three_seeds(tmp_path: Path):
     (tmp_path / "links_core.json").write_text(json.dumps(table))
     (row,) = mod.links_row(tmp_path, "")
     assert row.endswith("| | no verification −0.5 ± 1.0 [−4.8, +3.8] (3) |") and "no memory" not in row
+
+
+def test_the_dr_program_rows_wait_for_their_recheck(tmp_path: Path):
+    """Issue #39's rule: CoDA on DR's program was chosen after the frozen rows were read, so no row until
+    every frozen seed of `coda@dr` has its `recheck50` record; then both sets' means and the paired
+    differences against each row re-checked on the same seeds."""
+    import json
+
+    mod = _script()
+
+    def cell(folder: str, method: str, seed: int, ood: float) -> None:
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        rec = {"method": method, "seed": seed, "ood": {"a": ood, "b": ood}, "id": {"a": 90.0, "b": 80.0}}
+        (tmp_path / folder / f"{method}_seed{seed}.json").write_text(json.dumps(rec))
+
+    for k, (c, d) in enumerate(((30.0, 26.0), (34.0, 28.0))):
+        cell("table1_core_dr", "coda@dr", k, c)
+        cell("table1_core", "domain_randomization", k, d)
+    assert mod.dr_rows(tmp_path, "") == []
+    cell("recheck50/table1_core_dr", "coda@dr", 0, 20.0)
+    assert mod.dr_rows(tmp_path, "") == []  # seed 1 not re-checked yet
+    cell("recheck50/table1_core_dr", "coda@dr", 1, 24.0)
+    assert mod.dr_rows(tmp_path, "") == []  # nothing re-checked beside it
+    for k, d in enumerate((21.0, 21.0)):
+        cell("recheck50/table1_core_dr", "domain_randomization", k, d)
+    row, = mod.dr_rows(tmp_path, "")
+    assert row.endswith("| 32.0 ± 2.0 / 22.0 ± 2.0 | domain randomization 27.0 ± 1.0 / 21.0 ± 0.0; "
+                        "CoDA − domain randomization +5.0 ± 1.0 [−7.7, +17.7] / +1.0 ± 2.0 [−24.4, +26.4] |")
