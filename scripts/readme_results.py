@@ -399,6 +399,38 @@ def headline(results: Path) -> str:
         "[FINDINGS](docs/results/FINDINGS.md).")
 
 
+# The loop runs evaluated at the protocol's size (issue #41), per suite: (suite, run, the paper's suite key);
+# a suite's row shows them in place of its 5-episode row once one of their rounds has such an evaluation
+PROTOCOL_RUNS = (("libero_object", "libero_t1", "object"), ("libero_spatial", "libero_sp2", "spatial"),
+                 ("libero_goal", "libero_g1", None))
+PERTURB_NAMES = {"none": "original", "position": "position", "instruction": "instruction", "task": "task"}
+
+
+def of_n(row: dict | None) -> str:
+    """A LIBERO-Pro row's successes of its episodes per perturbation (– where not evaluated)."""
+    got = (row or {}).get("cells", {})
+    return ", ".join(f"{name} {got[p]['successes']}/{got[p]['episodes']}" if p in got else f"{name} –"
+                     for p, name in PERTURB_NAMES.items())
+
+
+def protocol_rows(lp: dict, link: str) -> list[tuple[str, str]]:
+    """(suite, README row) for each suite whose protocol run has a round evaluated at 50 episodes per task:
+    round 3 beside round 0 (its bootstrap), the paper's figures where it reports the suite."""
+    out = []
+    paper = next(r for r in lp["paper"] if r["row"] == "CoDA (π0.5), 5 rounds")["success"]
+    for suite, run, key in PROTOCOL_RUNS:
+        r0, r3 = (libero_row(lp, f"loop `{run}`, round {k}", PROTOCOL, suite) for k in (0, 3))
+        if r0 is None and r3 is None:
+            continue
+        pos, task = (f"{100 * paper[key][p]:.0f} %" for p in ("position", "task")) if key else ("", "")
+        theirs = f"; the paper's CoDA (π0.5, 5 rounds, theirs): position {pos}, task {task}" if key else ""
+        out.append((suite, f"| [LIBERO-Pro]({link}liberopro.md) `{suite}` by the protocol ({PROTOCOL} "
+                    f"episodes per task, init states 0–{PROTOCOL - 1}): successes; privileged state, not "
+                    f"images | the loop's `{run}`, round 3: {of_n(r3)} | its bootstrap (round 0): "
+                    f"{of_n(r0)}{theirs} |"))
+    return out
+
+
 def readme_table(results: Path, link: str) -> list[str]:
     """The README's results table and the sentence that reads it."""
     lp = json.loads((results / "liberopro.json").read_text())
@@ -407,7 +439,11 @@ def readme_table(results: Path, link: str) -> list[str]:
              *links_row(results, link),
              *extended_rows(results, link),
              *earlier_rows(results, link)]
+    protocol = protocol_rows(lp, link)
+    lines += [line for _, line in protocol]
     for suite, run, boot, key in LIBERO:
+        if suite in {s for s, _ in protocol}:
+            continue
         paper = next(r for r in lp["paper"] if r["row"] == "CoDA (π0.5), 5 rounds")["success"][key]
         expert = libero_row(lp, "scripted expert", 10, suite)["cells"]["none"]
         lines.append(

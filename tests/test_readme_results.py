@@ -160,3 +160,28 @@ def test_the_dr_program_rows_wait_for_their_recheck(tmp_path: Path):
     row, = mod.dr_rows(tmp_path, "")
     assert row.endswith("| 32.0 ± 2.0 / 22.0 ± 2.0 | domain randomization 27.0 ± 1.0 / 21.0 ± 0.0; "
                         "CoDA − domain randomization +5.0 ± 1.0 [−7.7, +17.7] / +1.0 ± 2.0 [−24.4, +26.4] |")
+
+
+def test_a_suite_s_protocol_run_replaces_its_five_episode_row():
+    """Issue #41: once a round of a suite's protocol run is evaluated at 50 episodes per task, the README
+    shows that run (each perturbation's successes of its episodes, – where not evaluated yet) in place of the
+    suite's 5-episode row; a 5-episode evaluation of the same run does not count."""
+    import json
+
+    mod = _script()
+    lp = json.loads((ROOT / "docs/results/liberopro.json").read_text())
+    assert mod.protocol_rows(lp, "") == []
+
+    def row(rnd: int, per_task: int, cells: dict) -> dict:
+        return {"row": f"loop `libero_t1`, round {rnd}", "suite": "libero_object",
+                "episodes_per_task": per_task,
+                "cells": {p: {"successes": k, "episodes": 10 * per_task} for p, k in cells.items()}}
+
+    lp["ours"] += [row(0, 5, {"none": 20, "position": 9})]
+    assert mod.protocol_rows(lp, "") == []
+    lp["ours"] += [row(0, 50, {"none": 240, "position": 120})]
+    (suite, line), = mod.protocol_rows(lp, "")
+    assert suite == "libero_object"
+    assert "round 3: original –, position –, instruction –, task – |" in line
+    assert "its bootstrap (round 0): original 240/500, position 120/500, instruction –, task –; the " \
+        "paper's" in line
