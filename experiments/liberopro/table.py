@@ -231,6 +231,11 @@ def _suite(table: dict[str, Any], suite: str) -> list[str]:
     before = [r for r in mine if r["episodes_per_task"] != PROTOCOL]
     lines = [f"## Ours: {suite}, object-token policy on privileged state (CPU)", ""]
     lines += _rows(protocol, False) if protocol else ["No evaluation at the protocol's size yet."]
+    walls = [c["wall_s"] for r in protocol for c in r["cells"].values() if c.get("wall_s")]
+    if walls:
+        lines += ["", f"One evaluation at this size (one perturbation, every task's {PROTOCOL} episodes) "
+                  f"took {min(walls) / 60:.0f}–{max(walls) / 60:.0f} min of wall time here ({len(walls)} of "
+                  "them; each file's `wall_s`, with the workers and the machine's load it ran under)."]
     lines += ["", f"Protocol: `python -m experiments.liberopro --suite {suite} --perturb P --policy POLICY "
               f"--out FILE` — {PROTOCOL} episodes per task from init states 0–{PROTOCOL - 1} of each "
               f"(perturbed) suite's own file, the instruction read from its BDDL, {MAX_STEPS[suite]} steps; "
