@@ -185,3 +185,27 @@ def test_a_suite_s_protocol_run_replaces_its_five_episode_row():
     assert "round 3: original –, position –, instruction –, task – |" in line
     assert "its bootstrap (round 0): original 240/500, position 120/500, instruction –, task –; the " \
         "paper's" in line
+
+
+def test_the_dr_sentence_reads_the_never_read_set(tmp_path: Path):
+    """The headline's sentence on DR's program: empty until its row shows; then CoDA − each re-checked row
+    on `recheck50`, a difference called shown only where its interval excludes 0."""
+    import json
+
+    mod = _script()
+
+    def cell(folder: str, method: str, seed: int, ood: float) -> None:
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        rec = {"method": method, "seed": seed, "ood": {"a": ood}, "id": {"a": 90.0}}
+        (tmp_path / folder / f"{method}_seed{seed}.json").write_text(json.dumps(rec))
+
+    for k in range(3):
+        cell("table1_core_dr", "coda@dr", k, 30.0 + k)
+        cell("table1_core", "domain_randomization", k, 20.0)
+        cell("recheck50/table1_core_dr", "coda@dr", k, 30.0 + k)
+    assert mod.dr_sentence(tmp_path) == ""
+    for k in range(3):
+        cell("recheck50/table1_core_dr", "domain_randomization", k, 20.0)
+    text = mod.dr_sentence(tmp_path)
+    assert "CoDA − domain randomization on the same program +11.0 ± 0.6 pp [+8.5, +13.5] (a difference " \
+        "shown)" in text and "3 seeds" in text
