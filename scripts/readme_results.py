@@ -252,22 +252,29 @@ def dr_rows(results: Path, link: str) -> list[str]:
 
 
 def dr_sentence(results: Path) -> str:
-    """Where CoDA on domain randomization's program stands, on the never-read set (the frozen suites read
-    the choice): its difference from each re-checked row, called shown only where the 95 % interval
-    excludes 0; empty until `dr_rows` has its row."""
+    """Where CoDA on domain randomization's program stands: its difference from each re-checked row on the
+    never-read set (the frozen suites read the choice; their figure beside it), called shown only where the
+    95 % interval excludes 0; the control row not yet re-checked named as such; empty until `dr_rows` has
+    its row."""
     if not dr_rows(results, ""):
         return ""
+    frozen = {**cells(results / "table1_core"), **cells(results / "table1_core_dr")}
     again = cells(results / RECHECK / "table1_core_dr")
     seeds = sorted(again["coda@dr"])
+
+    def diff(recs: dict[str, dict[int, dict]], m: str) -> tuple[float, float]:
+        return mean_se([avg(recs["coda@dr"][k]["ood"]) - avg(recs[m][k]["ood"]) for k in seeds], digits=None)
+
     parts = []
-    for m, name in (*DR_ROWS[1:], DR_BASE):
+    for m, name in ((DR_ROWS[1][0], "uniform on the same program"), (DR_BASE[0], "domain randomization")):
         if not set(seeds) <= set(again.get(m, {})):
+            parts.append(f"{name}, the control, is not re-checked yet")
             continue
-        d = mean_se([avg(again["coda@dr"][k]["ood"]) - avg(again[m][k]["ood"]) for k in seeds], digits=None)
+        d, f = diff(again, m), diff(frozen, m)
         lo, hi = bounds(d, len(seeds))
-        verdict = "shown" if lo > 0 or hi < 0 else "not shown"
-        parts.append(f"CoDA − {name} on the same program {ms(d, '+')} pp {interval(d, len(seeds))} "
-                     f"(a difference {verdict})")
+        parts.append(f"CoDA − {name} {ms(d, '+')} pp {interval(d, len(seeds))} on `{RECHECK}` (a difference "
+                     f"{'shown' if lo > 0 or hi < 0 else 'not shown'}; on the frozen suites, which read the "
+                     f"choice, {ms(f, '+')} {interval(f, len(seeds))})")
     return (f"With every generated arm on domain randomization's program (chosen after the frozen rows were "
             f"read, so re-checked on the never-read `{RECHECK}` set, {len(seeds)} seeds): "
             + "; ".join(parts) + ". ")

@@ -23,6 +23,7 @@ the frozen suites and must score what the record says.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -243,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyError, ValueError, RecheckError) as e:
         print(f"experiments.table.recheck: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2
-    command = "python -m experiments.table.recheck " + " ".join(argv if argv is not None else sys.argv[1:])
+    # quoted as a shell would need it (`--why` holds spaces and apostrophes)
+    command = "python -m experiments.table.recheck " + shlex.join(argv if argv is not None else sys.argv[1:])
     md = results / a.set / f"{preset.table}.md"
     md.write_text(page(results, preset, a.set, a.base or rows[0], a.why, command))
     print(f"wrote {md.relative_to(ROOT) if md.is_relative_to(ROOT) else md}")
