@@ -15,9 +15,9 @@ the page `<results>/<set>/<table>.md` gives every row on both sets and each row 
 
 `--oracle RUNS` adds row `oracle`: each seed's oracle generator of the table's headroom row (`studies.ceiling
 --table T --sources ood --budgets 6 --replay yes`, its final policy in the study's `--out` folder RUNS),
-so CoDA's share of the oracle's gain can be read on the set too. Its record (`findings/ceiling_<table>/`)
-names no policy hash, so the policy is first played again on the record's first family's `ood` split of
-the frozen suites and must score what the record says.
+so CoDA's share of the oracle's gain can be read on the set too. The policy must be the one its record
+(`findings/ceiling_<table>/`) scored: by the record's policy hash, or for the records written before the
+hash was kept, by scoring the record's first family's `ood` split of the frozen suites again.
 """
 
 from __future__ import annotations
@@ -82,9 +82,10 @@ def lender_name(preset: TablePreset) -> str:
 def oracle_policy(results: Path, preset: TablePreset, seed: int, runs: Path, base: dict[str, Any],
                   pool: Any) -> tuple[Path, dict[str, Any], str]:
     """The table's oracle at `seed` (`ORACLE_CELL`): its final policy under `runs`, its record and the
-    record's path under `results`, after checking that the policy scores the record's first family's `ood`
-    split of the frozen suites again (the record names no policy hash; `base`: a cell of the same seed,
-    whose run gives the seed's evaluation settings)."""
+    record's path under `results`, after checking that it is the policy the record scored: by the record's
+    `policy_sha256`, or, for a record written before it was kept, by scoring the record's first family's
+    `ood` split of the frozen suites again (`base`: a cell of the same seed, whose run gives the seed's
+    evaluation settings)."""
     name, table = oracle_name(*ORACLE_CELL, seed), lender_name(preset)
     record_path = results / "findings" / oracle_folder(table) / f"{name}.json"
     if not record_path.exists():
@@ -95,6 +96,10 @@ def oracle_policy(results: Path, preset: TablePreset, seed: int, runs: Path, bas
     if not policy.exists():
         raise RecheckError(f"oracle seed {seed}: {policy} is not on this machine (--oracle names the "
                            "studies.ceiling --out folder)")
+    if "policy_sha256" in rec:  # records since it was kept: the hash says it
+        if sha256(policy) != rec["policy_sha256"]:
+            raise RecheckError(f"oracle seed {seed}: {policy} is not the policy its record scored")
+        return policy, rec, str(record_path.relative_to(results))
     family = rec["families"][0]
     run = Path(base["run_dir"])
     from agents.config import RunConfig

@@ -122,3 +122,14 @@ def test_the_oracle_row_is_the_policy_its_ceiling_record_scored(smoke_table: tup
     with pytest.raises(rc.RecheckError, match="another bootstrap"):
         rc.recheck(preset, ["coda"], [0], "frozen50", results, workers=1, commit=False, per_split=1,
                    log=lambda _: None, oracle=runs)
+    # a record that keeps its policy's hash is checked by it, without playing the policy again
+    rec["bootstrap_sha256"], rec["policy_sha256"] = sft["bootstrap_sha256"], "f" * 64
+    record.write_text(json.dumps(rec))
+    with pytest.raises(rc.RecheckError, match="is not the policy its record scored"):
+        rc.recheck(preset, ["coda"], [0], "frozen50", results, workers=1, commit=False, per_split=1,
+                   log=lambda _: None, oracle=runs)
+    rec["policy_sha256"], rec["ood"][family] = sha256(runs / name / "round_01.safetensors"), 100.0 - ood
+    record.write_text(json.dumps(rec))
+    written = rc.recheck(preset, ["coda"], [0], "frozen50", results, workers=1, commit=False, per_split=1,
+                         log=lambda _: None, oracle=runs)
+    assert [p.name for p in written] == ["oracle_seed0.json"]
