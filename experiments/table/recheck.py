@@ -79,13 +79,10 @@ def lender_name(preset: TablePreset) -> str:
     return next(n for n in TABLES.names() if TABLES.get(n).table == files and TABLES.get(n).label is None)
 
 
-def oracle_policy(results: Path, preset: TablePreset, seed: int, runs: Path, base: dict[str, Any],
-                  pool: Any) -> tuple[Path, dict[str, Any], str]:
+def oracle_policy(results: Path, preset: TablePreset, seed: int,
+                  runs: Path) -> tuple[Path, dict[str, Any], str]:
     """The table's oracle at `seed` (`ORACLE_CELL`): its final policy under `runs`, its record and the
-    record's path under `results`, after checking that it is the policy the record scored: by the record's
-    `policy_sha256`, or, for a record written before it was kept, by scoring the record's first family's
-    `ood` split of the frozen suites again (`base`: a cell of the same seed, whose run gives the seed's
-    evaluation settings)."""
+    record's path under `results` (not yet checked to belong together: `check_oracle`)."""
     name, table = oracle_name(*ORACLE_CELL, seed), lender_name(preset)
     record_path = results / "findings" / oracle_folder(table) / f"{name}.json"
     if not record_path.exists():
@@ -96,23 +93,32 @@ def oracle_policy(results: Path, preset: TablePreset, seed: int, runs: Path, bas
     if not policy.exists():
         raise RecheckError(f"oracle seed {seed}: {policy} is not on this machine (--oracle names the "
                            "studies.ceiling --out folder)")
+    return policy, rec, str(record_path.relative_to(results))
+
+
+def check_oracle(policy: Path, rec: dict[str, Any], seed: int, boot: Path, base: dict[str, Any],
+                 pool: Any) -> None:
+    """That `policy` is the one its ceiling record `rec` scored, from the table's bootstrap `boot`: by the
+    record's `policy_sha256`, or, for a record written before it was kept, by scoring the record's first
+    family's `ood` split of the frozen suites again (`base`: a cell of the same seed, whose run gives the
+    seed's evaluation settings)."""
+    if sha256(boot) != rec["bootstrap_sha256"]:
+        raise RecheckError(f"oracle seed {seed}: trained from another bootstrap than the table's")
     if "policy_sha256" in rec:  # records since it was kept: the hash says it
         if sha256(policy) != rec["policy_sha256"]:
             raise RecheckError(f"oracle seed {seed}: {policy} is not the policy its record scored")
-        return policy, rec, str(record_path.relative_to(results))
-    family = rec["families"][0]
-    run = Path(base["run_dir"])
+        return
     from agents.config import RunConfig
     from experiments.table.cells import evaluate
 
-    cfg = RunConfig.from_json((run / "config.json").read_text())
+    family = rec["families"][0]
+    cfg = RunConfig.from_json((Path(base["run_dir"]) / "config.json").read_text())
     scenes = frozen.suite([family], splits=("ood",), per_split=rec.get("per_split"),
                           set_name=rec.get("suite", frozen.DEFAULT_SET))
     again = evaluate(policy, scenes, cfg.seed, pool, cfg.rollout_max_steps)[family]["ood"]
     if again != rec["ood"][family]:
         raise RecheckError(f"oracle seed {seed}: {policy} scores {again:.1f} % on {family}'s ood split, its "
                            f"record {rec['ood'][family]:.1f}: not the policy the record scored")
-    return policy, rec, str(record_path.relative_to(results))
 
 
 def recheck_record(cell: dict[str, Any], row: str, policy: Path, boot: Path, set_name: str, per_split: int,
@@ -154,14 +160,11 @@ def recheck(preset: TablePreset, rows: Sequence[str], seeds: Sequence[int], set_
                 if row == BOOTSTRAP:
                     policy = boot
                 elif row == ORACLE:
-                    if path.exists():  # checked against its frozen record when it was written
-                        continue
-                    policy, orec, source = oracle_policy(results, preset, seed, oracle, cell, pool)
-                    if sha256(boot) != orec["bootstrap_sha256"]:
-                        raise RecheckError(f"oracle seed {seed}: trained from another bootstrap than the "
-                                           "table's")
+                    policy, orec, source = oracle_policy(results, preset, seed, oracle)
                 if path.exists() and json.loads(path.read_text())["policy_sha256"] == sha256(policy):
                     continue
+                if row == ORACLE:
+                    check_oracle(policy, orec, seed, boot, cell, pool)
                 rates = evaluate_on(policy, cell, run, set_name, per_split, pool)
                 rec = recheck_record(cell, row, policy, boot, set_name, per_split, rates, source)
                 path.write_text(json.dumps(rec, indent=1) + "\n")
