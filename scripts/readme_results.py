@@ -238,8 +238,7 @@ def dr_rows(results: Path, link: str) -> list[str]:
         return ms(mean_se([avg(recs[m][k]["ood"]) for k in sorted(coda)]))
 
     def pair(recs: dict[str, dict[int, dict]], other: str) -> str:
-        d = mean_se([avg(recs["coda@dr"][k]["ood"]) - avg(recs[other][k]["ood"]) for k in sorted(coda)],
-                    digits=None)
+        d = paired(recs, "coda@dr", other)  # over CoDA's seeds: the other row has each of them
         return f"{ms(d, '+')} {interval(d, len(coda))}"
 
     seeds = ",".join(map(str, sorted(coda)))
@@ -261,16 +260,12 @@ def dr_sentence(results: Path) -> str:
     frozen = {**cells(results / "table1_core"), **cells(results / "table1_core_dr")}
     again = cells(results / RECHECK / "table1_core_dr")
     seeds = sorted(again["coda@dr"])
-
-    def diff(recs: dict[str, dict[int, dict]], m: str) -> tuple[float, float]:
-        return mean_se([avg(recs["coda@dr"][k]["ood"]) - avg(recs[m][k]["ood"]) for k in seeds], digits=None)
-
     parts = []
     for m, name in ((DR_ROWS[1][0], "uniform on the same program"), (DR_BASE[0], "domain randomization")):
         if not set(seeds) <= set(again.get(m, {})):
             parts.append(f"{name}, the control, is not re-checked yet")
             continue
-        d, f = diff(again, m), diff(frozen, m)
+        d, f = paired(again, "coda@dr", m), paired(frozen, "coda@dr", m)
         lo, hi = bounds(d, len(seeds))
         parts.append(f"CoDA − {name} {ms(d, '+')} pp {interval(d, len(seeds))} on `{RECHECK}` (a difference "
                      f"{'shown' if lo > 0 or hi < 0 else 'not shown'}; on the frozen suites, which read the "

@@ -33,7 +33,7 @@ from coda_policy.pretrained import sha256
 from common.cli import command_parser, seed_list, worker_count
 from common.markdown import md_table
 from experiments.table import suites as frozen
-from experiments.table.presets import TABLES, TablePreset
+from experiments.table.presets import TABLES, TablePreset, lender
 from experiments.table.record import (
     ROOT,
     SCENES,
@@ -75,8 +75,8 @@ def final_policy(cell: dict[str, Any]) -> tuple[Path, Path]:
 
 def lender_name(preset: TablePreset) -> str:
     """The name of the table preset whose cells (and oracle) `preset` shares (`core` for `core_dr`)."""
-    files = preset.label or preset.table
-    return next(n for n in TABLES.names() if TABLES.get(n).table == files and TABLES.get(n).label is None)
+    home = lender(preset.label or preset.table)
+    return next(n for n in TABLES.names() if TABLES.get(n) is home)
 
 
 def oracle_policy(results: Path, preset: TablePreset, seed: int,
