@@ -10,7 +10,8 @@ import pytest
 from studies import libero_position
 
 
-@pytest.mark.parametrize("args", [["--demos", "0"], ["--steps", "60,0"], ["--per-task", "0"], ["--round", "0"]])
+@pytest.mark.parametrize("args", [["--demos", "0"], ["--steps", "60,0"], ["--per-task", "0"],
+                                  ["--round", "0"]])
 def test_bad_arguments_are_clear_errors(tmp_path, capsys, args):
     with pytest.raises(SystemExit):
         libero_position.main(["--run", str(tmp_path), "--out", str(tmp_path / "o"), *args])
