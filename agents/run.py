@@ -69,6 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--families", help="comma-separated task families")
     p.add_argument("--space", choices=("core", "extended"), help="the factor space every generator draws "
                    "from: each family's own (core, the default) or with sim.extension's (extended)")
+    p.add_argument("--background", choices=("seed", "dr"), help="what every generated arm draws the factors "
+                   "it does not edit from: domain randomization's widened program (dr; the default preset's) "
+                   "or the seed program's ranges (seed; the recorded tables' and the other presets')")
     p.add_argument("--budget", type=int, help="accepted training scenes per family per round")
     p.add_argument("--workers", type=int, help="episode-pool worker processes (with --executor ray and no "
                    "--ray-address: the local Ray instance's CPUs)")
@@ -97,7 +100,7 @@ def make_config(a: argparse.Namespace) -> RunConfig:
                                               ("llm_critic", a.llm_critic),
                                               ("budget", a.budget), ("workers", a.workers), ("seed", a.seed),
                                               ("executor", a.executor), ("ray_address", a.ray_address),
-                                              ("space", a.space))
+                                              ("space", a.space), ("background", a.background))
                             if v is not None}
     if a.ray_address and not a.executor:
         over["executor"] = "ray"
@@ -247,7 +250,8 @@ def _same_as_run(a: argparse.Namespace, cfg: RunConfig) -> None:
     that repeats the run's own value is fine."""
     flags = {"method": cfg.method, "llm": cfg.llm, "model": cfg.llm_model, "base_url": cfg.llm_base_url,
              "budget": cfg.budget, "workers": cfg.workers, "seed": cfg.seed,
-             "families": ",".join(cfg.families), "config": None, "init_policy": None, "space": cfg.space}
+             "families": ",".join(cfg.families), "config": None, "init_policy": None, "space": cfg.space,
+             "background": cfg.background}
     given = {k: str(getattr(a, k)).replace(" ", "") for k in flags if getattr(a, k) is not None}
     changed = [f"--{k.replace('_', '-')}" for k, v in given.items() if flags[k] is None or v != str(flags[k])]
     if a.preset != "default" and a.preset != cfg.preset.split("+")[0]:

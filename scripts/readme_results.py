@@ -212,6 +212,69 @@ def core_rows(results: Path, link: str) -> list[str]:
     return out
 
 
+# issue #39's rows on domain randomization's program (`--preset core_dr`): chosen after the core table's
+# frozen rows were read, so shown only beside their re-check on the never-read set
+DR_ROWS = (("coda@dr", "CoDA"), ("uniform@dr", "uniform"))
+DR_BASE = ("domain_randomization", "domain randomization")
+RECHECK = "recheck50"
+
+
+def dr_rows(results: Path, link: str) -> list[str]:
+    """CoDA (and uniform, where run) with its arms on domain randomization's program, beside DR itself, on
+    the frozen suites and on `recheck50`, over CoDA's seeds — none until those seeds of `coda@dr` and of
+    another row have their re-check (issue #39's rule: a choice made after reading a suite is re-checked
+    before it is reported)."""
+    frozen = {**cells(results / "table1_core"), **cells(results / "table1_core_dr")}
+    again = cells(results / RECHECK / "table1_core_dr")
+    coda = frozen.get("coda@dr", {})
+    if not coda or not set(coda) <= set(again.get("coda@dr", {})):
+        return []
+    rows = [(m, name) for m, name in (*DR_ROWS, DR_BASE)
+            if m in frozen and set(coda) <= set(frozen[m]) and set(coda) <= set(again.get(m, {}))]
+    if len(rows) < 2:  # nothing re-checked beside it yet
+        return []
+
+    def both(recs: dict[str, dict[int, dict]], m: str) -> str:
+        return ms(mean_se([avg(recs[m][k]["ood"]) for k in sorted(coda)]))
+
+    def pair(recs: dict[str, dict[int, dict]], other: str) -> str:
+        d = paired(recs, "coda@dr", other)  # over CoDA's seeds: the other row has each of them
+        return f"{ms(d, '+')} {interval(d, len(coda))}"
+
+    seeds = ",".join(map(str, sorted(coda)))
+    others = ", ".join(f"{name} {both(frozen, m)} / {both(again, m)}" for m, name in rows[1:])
+    pairs = "; ".join(f"CoDA − {name} {pair(frozen, m)} / {pair(again, m)}" for m, name in rows[1:])
+    return [f"| [Table 1 on DR's program]({link}{RECHECK}/table1_core_dr.md): the generated arms drawn on "
+            f"domain randomization's widened program (`core_dr`), avg OOD % on the frozen suites / on "
+            f"`{RECHECK}` (never read; the choice came after the frozen rows), seeds {seeds} "
+            f"| {both(frozen, 'coda@dr')} / {both(again, 'coda@dr')} | {others}; {pairs} |"]
+
+
+def dr_sentence(results: Path) -> str:
+    """Where CoDA on domain randomization's program stands: its difference from each re-checked row on the
+    never-read set (the frozen suites read the choice; their figure beside it), called shown only where the
+    95 % interval excludes 0; the control row not yet re-checked named as such; empty until `dr_rows` has
+    its row."""
+    if not dr_rows(results, ""):
+        return ""
+    frozen = {**cells(results / "table1_core"), **cells(results / "table1_core_dr")}
+    again = cells(results / RECHECK / "table1_core_dr")
+    seeds = sorted(again["coda@dr"])
+    parts = []
+    for m, name in ((DR_ROWS[1][0], "uniform on the same program"), (DR_BASE[0], "domain randomization")):
+        if not set(seeds) <= set(again.get(m, {})):
+            parts.append(f"{name}, the control, is not re-checked yet")
+            continue
+        d, f = paired(again, "coda@dr", m), paired(frozen, "coda@dr", m)
+        lo, hi = bounds(d, len(seeds))
+        parts.append(f"CoDA − {name} {ms(d, '+')} pp {interval(d, len(seeds))} on `{RECHECK}` (a difference "
+                     f"{'shown' if lo > 0 or hi < 0 else 'not shown'}; on the frozen suites, which read the "
+                     f"choice, {ms(f, '+')} {interval(f, len(seeds))})")
+    return (f"With every generated arm on domain randomization's program (chosen after the frozen rows were "
+            f"read, so re-checked on the never-read `{RECHECK}` set, {len(seeds)} seeds): "
+            + "; ".join(parts) + ". ")
+
+
 def core_oracle(results: Path) -> dict | None:
     """The oracle beside the `core` table on its `ood` split and the share of its gain CoDA takes, as
     `experiments.factor_scaling` wrote them (`factor_scaling.json`); None before its records land."""
@@ -355,19 +418,57 @@ def headline(results: Path) -> str:
         f"**{verdict}** On suites large enough to read a 5 pp difference (50 scenes per family and split), "
         f"three rounds, paired over {seeds_} seeds, CoDA − uniform is {d_u} pp and CoDA − SFT {d_s}: its "
         f"lead over uniform is {u} (issue #39 asks ≥ +5 with the interval above 0), its lead over SFT is "
-        f"{s}. " + behind + headroom_sentence(results) + extended_sentence(results) + "On LIBERO-Pro the "
+        f"{s}. " + behind + dr_sentence(results) + headroom_sentence(results) + extended_sentence(results) +
+        "On LIBERO-Pro the "
         "loop's rounds are not shown to help. Why, link by link: the \"Read first\" section of "
         "[FINDINGS](docs/results/FINDINGS.md).")
+
+
+# The loop runs evaluated at the protocol's size (issue #41), per suite: (suite, run, the paper's suite key);
+# a suite's row shows them in place of its 5-episode row once one of their rounds has such an evaluation
+PROTOCOL_RUNS = (("libero_object", "libero_t1", "object"), ("libero_spatial", "libero_sp2", "spatial"),
+                 ("libero_goal", "libero_g1", None))
+PERTURB_NAMES = {"none": "original", "position": "position", "instruction": "instruction", "task": "task"}
+
+
+def of_n(row: dict | None) -> str:
+    """A LIBERO-Pro row's successes of its episodes per perturbation (– where not evaluated)."""
+    got = (row or {}).get("cells", {})
+    return ", ".join(f"{name} {got[p]['successes']}/{got[p]['episodes']}" if p in got else f"{name} –"
+                     for p, name in PERTURB_NAMES.items())
+
+
+def protocol_rows(lp: dict, link: str) -> list[tuple[str, str]]:
+    """(suite, README row) for each suite whose protocol run has a round evaluated at 50 episodes per task:
+    round 3 beside round 0 (its bootstrap), the paper's figures where it reports the suite."""
+    out = []
+    paper = next(r for r in lp["paper"] if r["row"] == "CoDA (π0.5), 5 rounds")["success"]
+    for suite, run, key in PROTOCOL_RUNS:
+        r0, r3 = (libero_row(lp, f"loop `{run}`, round {k}", PROTOCOL, suite) for k in (0, 3))
+        if r0 is None and r3 is None:
+            continue
+        pos, task = (f"{100 * paper[key][p]:.0f} %" for p in ("position", "task")) if key else ("", "")
+        theirs = f"; the paper's CoDA (π0.5, 5 rounds, theirs): position {pos}, task {task}" if key else ""
+        out.append((suite, f"| [LIBERO-Pro]({link}liberopro.md) `{suite}` by the protocol ({PROTOCOL} "
+                    f"episodes per task, init states 0–{PROTOCOL - 1}): successes; privileged state, not "
+                    f"images | the loop's `{run}`, round 3: {of_n(r3)} | its bootstrap (round 0): "
+                    f"{of_n(r0)}{theirs} |"))
+    return out
 
 
 def readme_table(results: Path, link: str) -> list[str]:
     """The README's results table and the sentence that reads it."""
     lp = json.loads((results / "liberopro.json").read_text())
     lines = ["| result (its page) | CoDA | baselines and references |", "|---|---|---|",
-             *core_rows(results, link), *core_headroom_row(results, link), *links_row(results, link),
+             *core_rows(results, link), *dr_rows(results, link), *core_headroom_row(results, link),
+             *links_row(results, link),
              *extended_rows(results, link),
              *earlier_rows(results, link)]
+    protocol = protocol_rows(lp, link)
+    lines += [line for _, line in protocol]
     for suite, run, boot, key in LIBERO:
+        if suite in {s for s, _ in protocol}:
+            continue
         paper = next(r for r in lp["paper"] if r["row"] == "CoDA (π0.5), 5 rounds")["success"][key]
         expert = libero_row(lp, "scripted expert", 10, suite)["cells"]["none"]
         lines.append(

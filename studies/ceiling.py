@@ -154,7 +154,7 @@ def run_one(source: str, budget: int, seed: int, *, replay: bool, out: Path, boo
     return {"source": source, "budget": budget, "replay": replay, "seed": seed, "rounds": cfg.rounds,
             **({} if table == "default" else {"table": table, "suite": preset.suite, "per_split": per_split}),
             "finetune_steps": cfg.learn.finetune_steps, "families": list(cfg.families),
-            "bootstrap_sha256": sha256(boot),
+            "bootstrap_sha256": sha256(boot), "policy_sha256": sha256(policy),
             **{split: {f: final[f][split] for f in cfg.families} for split in frozen.SPLITS},
             "scenes": final[SCENES],  # each episode's outcome (`cells.scene_outcomes` reads them by scene)
             "wall_s": round(time.perf_counter() - t0, 1), "code_commit": provenance("")["commit"]}

@@ -62,8 +62,14 @@ def test_the_table_reads_the_records_it_links(tmp_path: Path):
         assert abs(mod.stat(recs, method, "ood")[1] - table[method]["avg_ood"]["se"]) < 0.011
     lines = "\n".join(mod.readme_table(results, "docs/results/"))
     lp = json.loads((results / "liberopro.json").read_text())
-    row = mod.libero_row(lp, "loop `libero_s37`, round 3", 5)["cells"]
-    assert f"{row['none']['successes']} / {row['position']['successes']} / " in lines
+    protocol = dict(mod.protocol_rows(lp, "docs/results/"))
+    for suite, run, _, _ in mod.LIBERO:  # a suite's protocol run where it has one, else its 5-episode run
+        if suite in protocol:
+            assert protocol[suite] in lines and f"`{run}`, round 3:" not in lines
+        else:
+            row = mod.libero_row(lp, f"loop `{run}`, round 3", 5)["cells"]
+            cells = f"{row['none']['successes']} / {row['position']['successes']} / "
+            assert f"`{run}`, round 3: {cells}" in lines
     assert "[Table 1](docs/results/table1_core.md)" in lines and "(docs/results/liberopro.md)" in lines
     assert "[Earlier Table 1](docs/results/table1.md)" in lines
     assert "privileged simulator state" in lines and "π0.5 reads camera images" in lines
@@ -132,3 +138,83 @@ def test_the_links_row_shows_the_rows_with_three_seeds(tmp_path: Path):
     (tmp_path / "links_core.json").write_text(json.dumps(table))
     (row,) = mod.links_row(tmp_path, "")
     assert row.endswith("| | no verification −0.5 ± 1.0 [−4.8, +3.8] (3) |") and "no memory" not in row
+
+
+def test_the_dr_program_rows_wait_for_their_recheck(tmp_path: Path):
+    """Issue #39's rule: CoDA on DR's program was chosen after the frozen rows were read, so no row until
+    every frozen seed of `coda@dr` has its `recheck50` record; then both sets' means and the paired
+    differences against each row re-checked on the same seeds."""
+    import json
+
+    mod = _script()
+
+    def cell(folder: str, method: str, seed: int, ood: float) -> None:
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        rec = {"method": method, "seed": seed, "ood": {"a": ood, "b": ood}, "id": {"a": 90.0, "b": 80.0}}
+        (tmp_path / folder / f"{method}_seed{seed}.json").write_text(json.dumps(rec))
+
+    for k, (c, d) in enumerate(((30.0, 26.0), (34.0, 28.0))):
+        cell("table1_core_dr", "coda@dr", k, c)
+        cell("table1_core", "domain_randomization", k, d)
+    assert mod.dr_rows(tmp_path, "") == []
+    cell("recheck50/table1_core_dr", "coda@dr", 0, 20.0)
+    assert mod.dr_rows(tmp_path, "") == []  # seed 1 not re-checked yet
+    cell("recheck50/table1_core_dr", "coda@dr", 1, 24.0)
+    assert mod.dr_rows(tmp_path, "") == []  # nothing re-checked beside it
+    for k, d in enumerate((21.0, 21.0)):
+        cell("recheck50/table1_core_dr", "domain_randomization", k, d)
+    row, = mod.dr_rows(tmp_path, "")
+    assert row.endswith("| 32.0 ± 2.0 / 22.0 ± 2.0 | domain randomization 27.0 ± 1.0 / 21.0 ± 0.0; "
+                        "CoDA − domain randomization +5.0 ± 1.0 [−7.7, +17.7] / +1.0 ± 2.0 [−24.4, +26.4] |")
+
+
+def test_a_suite_s_protocol_run_replaces_its_five_episode_row():
+    """Issue #41: once a round of a suite's protocol run is evaluated at 50 episodes per task, the README
+    shows that run (each perturbation's successes of its episodes, – where not evaluated yet) in place of the
+    suite's 5-episode row; a 5-episode evaluation of the same run does not count."""
+    import json
+
+    mod = _script()
+    lp = json.loads((ROOT / "docs/results/liberopro.json").read_text())
+    lp["ours"] = [r for r in lp["ours"] if "libero_t1" not in r["row"]]
+    assert mod.protocol_rows(lp, "") == []
+
+    def row(rnd: int, per_task: int, cells: dict) -> dict:
+        return {"row": f"loop `libero_t1`, round {rnd}", "suite": "libero_object",
+                "episodes_per_task": per_task,
+                "cells": {p: {"successes": k, "episodes": 10 * per_task} for p, k in cells.items()}}
+
+    lp["ours"] += [row(0, 5, {"none": 20, "position": 9})]
+    assert mod.protocol_rows(lp, "") == []
+    lp["ours"] += [row(0, 50, {"none": 240, "position": 120})]
+    (suite, line), = mod.protocol_rows(lp, "")
+    assert suite == "libero_object"
+    assert "round 3: original –, position –, instruction –, task – |" in line
+    assert "its bootstrap (round 0): original 240/500, position 120/500, instruction –, task –; the " \
+        "paper's" in line
+
+
+def test_the_dr_sentence_reads_the_never_read_set(tmp_path: Path):
+    """The headline's sentence on DR's program: empty until its row shows; then CoDA − each re-checked row
+    on `recheck50`, a difference called shown only where its interval excludes 0."""
+    import json
+
+    mod = _script()
+
+    def cell(folder: str, method: str, seed: int, ood: float) -> None:
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        rec = {"method": method, "seed": seed, "ood": {"a": ood}, "id": {"a": 90.0}}
+        (tmp_path / folder / f"{method}_seed{seed}.json").write_text(json.dumps(rec))
+
+    for k in range(3):
+        cell("table1_core_dr", "coda@dr", k, 30.0 + k)
+        cell("table1_core", "domain_randomization", k, 20.0)
+        cell("recheck50/table1_core_dr", "coda@dr", k, 30.0 + k)
+    assert mod.dr_sentence(tmp_path) == ""
+    for k in range(3):
+        cell("recheck50/table1_core_dr", "domain_randomization", k, 20.0)
+    text = mod.dr_sentence(tmp_path)
+    assert "CoDA − domain randomization +11.0 ± 0.6 pp [+8.5, +13.5] on `recheck50` (a difference shown; " \
+        "on the frozen suites, which read the choice, +11.0 ± 0.6 [+8.5, +13.5])" in text
+    assert "3 seeds" in text
+    assert "uniform on the same program, the control, is not re-checked yet" in text

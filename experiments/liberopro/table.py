@@ -161,6 +161,8 @@ def loop_row(folder: Path, run: str, rnd: int, base: str, per_task: int, sources
     wall = _loop_wall(folder / run, rnd)
     if wall is not None:
         what += f"; the loop's wall clock through this round {wall / 60:.0f} min"
+    elif _bootstrap_resumed(folder / run):
+        what += "; its bootstrap was resumed after a kill, so the loop's wall clock is not known"
     return {"row": label, "what": what, "suite": base, "episodes_per_task": per_task, "loop_wall_s": wall,
             "sources": sources, "cells": got}
 
@@ -178,11 +180,24 @@ def _loop_config(run: Path) -> str:
             f"{cfg['learn']['awr_steps']} steps at lr {cfg['learn']['awr_lr']:g})")
 
 
-def _loop_wall(run: Path, rnd: int) -> float | None:
-    """The loop's wall seconds up to round `rnd`'s policy, from the run's copied `run_metrics.jsonl` (a run
-    resumed over several invocations: the rounds' own costs summed)."""
+def _bootstrap_resumed(run: Path) -> bool:
+    """Whether the run's bootstrap finished in an invocation that found part of its seed demonstrations
+    already collected (a resume after a kill): its recorded cost is then that invocation's share only, and
+    it ran fewer episodes than it trained on demonstrations (a whole bootstrap runs at least one a demo)."""
     path = run / "run_metrics.jsonl"
     if not path.is_file():
+        return False
+    first = json.loads(path.read_text().splitlines()[0])
+    boot = first.get("cost", {}).get("bootstrap", {})
+    return first["round"] == 0 and boot.get("episodes", 0) < first.get("train", {}).get("demos", 0)
+
+
+def _loop_wall(run: Path, rnd: int) -> float | None:
+    """The loop's wall seconds up to round `rnd`'s policy, from the run's copied `run_metrics.jsonl` (a run
+    resumed over several invocations: the rounds' own costs summed); None where that cannot be known (no
+    metrics, or a bootstrap resumed part-way)."""
+    path = run / "run_metrics.jsonl"
+    if not path.is_file() or (run.name not in BOOTSTRAP_FROM and _bootstrap_resumed(run)):
         return None
     total = 0.0
     for line in path.read_text().splitlines():
@@ -231,6 +246,13 @@ def _suite(table: dict[str, Any], suite: str) -> list[str]:
     before = [r for r in mine if r["episodes_per_task"] != PROTOCOL]
     lines = [f"## Ours: {suite}, object-token policy on privileged state (CPU)", ""]
     lines += _rows(protocol, False) if protocol else ["No evaluation at the protocol's size yet."]
+    walls = [c["wall_s"] for r in protocol for c in r["cells"].values() if c.get("wall_s")]
+    if walls:
+        span = f"{min(walls) / 60:.0f}" + ("" if round(min(walls) / 60) == round(max(walls) / 60) else
+                                           f"–{max(walls) / 60:.0f}")
+        lines += ["", f"One evaluation at this size (one perturbation, every task's {PROTOCOL} episodes) "
+                  f"took {span} min of wall time here ({len(walls)} of them; each file's `wall_s`, with the "
+                  "workers and the machine's load it ran under)."]
     lines += ["", f"Protocol: `python -m experiments.liberopro --suite {suite} --perturb P --policy POLICY "
               f"--out FILE` — {PROTOCOL} episodes per task from init states 0–{PROTOCOL - 1} of each "
               f"(perturbed) suite's own file, the instruction read from its BDDL, {MAX_STEPS[suite]} steps; "

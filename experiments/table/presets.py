@@ -58,8 +58,8 @@ TABLES.register("smoke", TablePreset(run_preset="smoke", overrides={"rounds": 1}
 # and the loop's own rollouts, never on the frozen suites.
 TABLES.register("default", TablePreset(
     run_preset="default", seeds=3, per_split=10,
-    overrides={"llm": "rules", "rounds": 2, "budget": 6, "max_arms": 3, "eval_id": 2, "eval_ood": 2,
-               "thumbnails": False, "variant_factors": 3, "diagnose_max": 8,
+    overrides={"llm": "rules", "background": "seed", "rounds": 2, "budget": 6, "max_arms": 3, "eval_id": 2,
+               "eval_ood": 2, "thumbnails": False, "variant_factors": 3, "diagnose_max": 8,
                "critic": CriticConfig(retries=0, allow_ood=True, ood_context=True)}))
 # The two diagnostic presets of FINDINGS #9-#10 (`default_demo_update`, `default_aw_step`) measured the
 # weighted update as it was before FINDINGS #11, while a bug drew its "rollout" half from every chunk; they
@@ -104,7 +104,8 @@ TABLES.register("core_dr", dataclasses.replace(
     TABLES.get("core"), table="table1_core_dr", label="table1_core",
     overrides={**TABLES.get("core").overrides, "background": "dr"}))
 TABLES.register("full", TablePreset(run_preset="default", seeds=3, per_split=10, table="table1_full",
-                                    overrides={"llm": "rules", "rounds": 5, "thumbnails": False}))
+                                    overrides={"llm": "rules", "background": "seed", "rounds": 5,
+                                               "thumbnails": False}))
 
 
 def lender(table: str) -> TablePreset:

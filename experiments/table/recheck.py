@@ -12,11 +12,18 @@ family and split. Records go to `<results>/<set>/<table>/<row>_seed<k>.json`, sh
 cells (so `experiments.table.table_power` reads them too), each finished one committed with `--commit`;
 the page `<results>/<set>/<table>.md` gives every row on both sets and each row paired by seed against
 `--base`. A record is kept while its policy file is unchanged, so the command resumes.
+
+`--oracle RUNS` adds row `oracle`: each seed's oracle generator of the table's headroom row (`studies.ceiling
+--table T --sources ood --budgets 6 --replay yes`, its final policy in the study's `--out` folder RUNS),
+so CoDA's share of the oracle's gain can be read on the set too. The policy must be the one its record
+(`findings/ceiling_<table>/`) scored: by the record's policy hash, or for the records written before the
+hash was kept, by scoring the record's first family's `ood` split of the frozen suites again.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,12 +33,22 @@ from coda_policy.pretrained import sha256
 from common.cli import command_parser, seed_list, worker_count
 from common.markdown import md_table
 from experiments.table import suites as frozen
-from experiments.table.presets import TABLES, TablePreset
-from experiments.table.record import ROOT, SCENES, commit_files, provenance, results_dir
+from experiments.table.presets import TABLES, TablePreset, lender
+from experiments.table.record import (
+    ROOT,
+    SCENES,
+    commit_files,
+    oracle_folder,
+    oracle_name,
+    provenance,
+    results_dir,
+)
 from experiments.table.stats import avg_ood, mean_se, ms
 from experiments.table.table_power import load_cells, paired
 
 BOOTSTRAP = "bootstrap"
+ORACLE = "oracle"
+ORACLE_CELL = ("ood", 6, True)  # the headroom row's oracle: the `ood` split's distribution, budget 6, replay
 SPLIT_KEYS = ("ood", "ood_single", "instruction", "id")
 
 
@@ -56,6 +73,54 @@ def final_policy(cell: dict[str, Any]) -> tuple[Path, Path]:
     return run, policy
 
 
+def lender_name(preset: TablePreset) -> str:
+    """The name of the table preset whose cells (and oracle) `preset` shares (`core` for `core_dr`)."""
+    home = lender(preset.label or preset.table)
+    return next(n for n in TABLES.names() if TABLES.get(n) is home)
+
+
+def oracle_policy(results: Path, preset: TablePreset, seed: int,
+                  runs: Path) -> tuple[Path, dict[str, Any], str]:
+    """The table's oracle at `seed` (`ORACLE_CELL`): its final policy under `runs`, its record and the
+    record's path under `results` (not yet checked to belong together: `check_oracle`)."""
+    name, table = oracle_name(*ORACLE_CELL, seed), lender_name(preset)
+    record_path = results / "findings" / oracle_folder(table) / f"{name}.json"
+    if not record_path.exists():
+        raise RecheckError(f"oracle seed {seed}: no record {record_path}; run `python -m studies.ceiling "
+                           f"--table {table} --sources ood --budgets 6 --replay yes` first")
+    rec = json.loads(record_path.read_text())
+    policy = runs / name / f"round_{rec['rounds']:02d}.safetensors"
+    if not policy.exists():
+        raise RecheckError(f"oracle seed {seed}: {policy} is not on this machine (--oracle names the "
+                           "studies.ceiling --out folder)")
+    return policy, rec, str(record_path.relative_to(results))
+
+
+def check_oracle(policy: Path, rec: dict[str, Any], seed: int, boot: Path, base: dict[str, Any],
+                 pool: Any) -> None:
+    """That `policy` is the one its ceiling record `rec` scored, from the table's bootstrap `boot`: by the
+    record's `policy_sha256`, or, for a record written before it was kept, by scoring the record's first
+    family's `ood` split of the frozen suites again (`base`: a cell of the same seed, whose run gives the
+    seed's evaluation settings)."""
+    if sha256(boot) != rec["bootstrap_sha256"]:
+        raise RecheckError(f"oracle seed {seed}: trained from another bootstrap than the table's")
+    if "policy_sha256" in rec:  # records since it was kept: the hash says it
+        if sha256(policy) != rec["policy_sha256"]:
+            raise RecheckError(f"oracle seed {seed}: {policy} is not the policy its record scored")
+        return
+    from agents.config import RunConfig
+    from experiments.table.cells import evaluate
+
+    family = rec["families"][0]
+    cfg = RunConfig.from_json((Path(base["run_dir"]) / "config.json").read_text())
+    scenes = frozen.suite([family], splits=("ood",), per_split=rec.get("per_split"),
+                          set_name=rec.get("suite", frozen.DEFAULT_SET))
+    again = evaluate(policy, scenes, cfg.seed, pool, cfg.rollout_max_steps)[family]["ood"]
+    if again != rec["ood"][family]:
+        raise RecheckError(f"oracle seed {seed}: {policy} scores {again:.1f} % on {family}'s ood split, its "
+                           f"record {rec['ood'][family]:.1f}: not the policy the record scored")
+
+
 def recheck_record(cell: dict[str, Any], row: str, policy: Path, boot: Path, set_name: str, per_split: int,
                    rates: dict[str, Any], source: str) -> dict[str, Any]:
     fams = list(cell["families"])
@@ -68,9 +133,11 @@ def recheck_record(cell: dict[str, Any], row: str, policy: Path, boot: Path, set
 
 
 def recheck(preset: TablePreset, rows: Sequence[str], seeds: Sequence[int], set_name: str, results: Path,
-            workers: int, commit: bool, per_split: int | None = None, log: Any = print) -> list[Path]:
-    """Every (row, seed) cell recorded by `preset`'s table, and each seed's bootstrap, on `set_name` (the
-    first `per_split` scenes per family and split; None: all); the written records' paths."""
+            workers: int, commit: bool, per_split: int | None = None, log: Any = print,
+            oracle: Path | None = None) -> list[Path]:
+    """Every (row, seed) cell recorded by `preset`'s table, each seed's bootstrap and, with `oracle` (the
+    ceiling study's run folder), its oracle, on `set_name` (the first `per_split` scenes per family and
+    split; None: all); the written records' paths."""
     from sim.pool import EpisodePool
 
     cells = load_cells(*table_folders(results, preset))
@@ -84,17 +151,21 @@ def recheck(preset: TablePreset, rows: Sequence[str], seeds: Sequence[int], set_
     written = []
     with EpisodePool(workers) as pool:
         for seed in seeds:
-            for row in (BOOTSTRAP, *rows):
-                cell = cells[rows[0] if row == BOOTSTRAP else row][seed]
+            for row in (BOOTSTRAP, *rows, *([ORACLE] if oracle else [])):
+                cell = cells[rows[0] if row in (BOOTSTRAP, ORACLE) else row][seed]
                 run, policy = final_policy(cell)
                 boot = run / "policy" / "round_00.safetensors"
+                source = f"{preset.table}/{cell['method']}_seed{seed}.json"
+                path = out / f"{row}_seed{seed}.json"
                 if row == BOOTSTRAP:
                     policy = boot
-                path = out / f"{row}_seed{seed}.json"
+                elif row == ORACLE:
+                    policy, orec, source = oracle_policy(results, preset, seed, oracle)
                 if path.exists() and json.loads(path.read_text())["policy_sha256"] == sha256(policy):
                     continue
+                if row == ORACLE:
+                    check_oracle(policy, orec, seed, boot, cell, pool)
                 rates = evaluate_on(policy, cell, run, set_name, per_split, pool)
-                source = f"{preset.table}/{cell['method']}_seed{seed}.json"
                 rec = recheck_record(cell, row, policy, boot, set_name, per_split, rates, source)
                 path.write_text(json.dumps(rec, indent=1) + "\n")
                 log(f"{row} seed {seed}: avg OOD {avg_ood(rec):.1f} % on {set_name}")
@@ -132,7 +203,10 @@ def page(results: Path, preset: TablePreset, set_name: str, base: str, why: str,
     body = []
     for row in sorted(again, key=lambda r: (r != BOOTSTRAP, r)):
         seeds = sorted(again[row])
-        was = [avg_ood(frozen_cells[row][s]) for s in seeds if s in frozen_cells.get(row, {})]
+        if row == ORACLE:
+            was = [avg_ood(json.loads((results / again[row][s]["rechecks"]).read_text())) for s in seeds]
+        else:
+            was = [avg_ood(frozen_cells[row][s]) for s in seeds if s in frozen_cells.get(row, {})]
         body.append((row, ", ".join(map(str, seeds)), ms(mean_se(was)) if row != BOOTSTRAP else "–",
                      ms(mean_se([avg_ood(again[row][s]) for s in seeds])),
                      ms(mean_se([sum(c["id"].values()) / len(c["id"]) for c in again[row].values()]))))
@@ -162,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--why", default="", help="the choice being re-checked, for the page")
     ap.add_argument("--per-split", type=int, help="scenes per family and split (default: the set's all; "
                                                    "fewer only for a smoke test)")
+    ap.add_argument("--oracle", type=Path, help="the studies.ceiling --out folder holding the table's oracle "
+                                                "policies: adds row `oracle`")
     ap.add_argument("--workers", type=worker_count, default=2)
     ap.add_argument("--results", type=Path)
     ap.add_argument("--commit", action="store_true")
@@ -172,11 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         frozen.suite_set(a.set)
         if a.set == preset.suite:
             raise RecheckError(f"--set {a.set} is the table's own suite set: a re-check reads another")
-        recheck(preset, rows, a.seeds, a.set, results, a.workers, a.commit, a.per_split)
+        recheck(preset, rows, a.seeds, a.set, results, a.workers, a.commit, a.per_split, oracle=a.oracle)
     except (KeyError, ValueError, RecheckError) as e:
         print(f"experiments.table.recheck: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2
-    command = "python -m experiments.table.recheck " + " ".join(argv if argv is not None else sys.argv[1:])
+    # quoted as a shell would need it (`--why` holds spaces and apostrophes)
+    command = "python -m experiments.table.recheck " + shlex.join(argv if argv is not None else sys.argv[1:])
     md = results / a.set / f"{preset.table}.md"
     md.write_text(page(results, preset, a.set, a.base or rows[0], a.why, command))
     print(f"wrote {md.relative_to(ROOT) if md.is_relative_to(ROOT) else md}")

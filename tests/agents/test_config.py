@@ -158,3 +158,27 @@ def test_a_run_written_before_a_method_field_existed_continues_under_its_default
     with pytest.raises(ValueError, match="method 'coda_no_verify' has changed since this run was written "
                                          r"\(verify: True → False\); what it was is now called 'coda'"):
         check_method("coda_no_verify", written)
+
+
+def test_the_research_preset_lays_generated_arms_on_dr_and_the_tables_keep_the_seed() -> None:
+    """FINDINGS #53: `--preset default` runs CoDA on DR's program; every recorded table keeps the seed program
+    it ran with, except the table that exists to measure DR's (`core_dr`); the other presets keep theirs."""
+    from experiments.table.cells import cell_config
+    from experiments.table.presets import TABLES
+
+    assert get_preset("default").background == "dr" and RunConfig().background == "seed"
+    assert {n for n in PRESETS.names() if get_preset(n).background == "dr"} == {"default"}
+    for name in TABLES.names():
+        cfg = cell_config(TABLES.get(name), "coda", 0, "rules", 1)
+        assert cfg.background == ("dr" if name == "core_dr" else "seed"), name
+
+
+def test_agents_run_background_flag_overrides_the_preset_and_is_fixed_on_resume(tmp_path) -> None:
+    from agents.run import _same_as_run, make_config, parse_args
+    from common.cli import UsageError
+
+    assert make_config(parse_args(["--background", "seed"])).background == "seed"
+    assert make_config(parse_args(["--preset", "smoke", "--background", "dr"])).background == "dr"
+    with pytest.raises(UsageError, match="--background"):
+        _same_as_run(parse_args(["--resume", "--out", str(tmp_path), "--background", "seed"]),
+                     get_preset("default"))

@@ -195,3 +195,25 @@ def test_rounds_on_another_runs_bootstrap_say_so_and_count_its_wall_clock(tmp_pa
     own = rows["loop `libero_p`, round 1 (after 1 CoDA round)"]
     assert forked["loop_wall_s"] == 3000.0 + 250.0 and own["loop_wall_s"] == 3200.0
     assert "`libero_p`'s bootstrap" in forked["what"] and "bootstrap" not in own["what"]
+
+
+def test_a_bootstrap_resumed_part_way_has_no_wall_clock(tmp_path):
+    """A bootstrap killed while collecting its seed demonstrations and resumed records the resuming
+    invocation's cost only (fewer episodes than the demonstrations it trained on): the row says its wall
+    clock is not known instead of a figure that leaves out the first part."""
+    loop = tmp_path / "libero" / "loop"
+    for run, episodes in (("libero_whole", 460), ("libero_resumed", 41)):
+        (loop / run).mkdir(parents=True)
+        rounds = [{"round": 0, "train": {"demos": 300},
+                   "cost": {"bootstrap": {"wall_s": 562.0, "episodes": episodes}}},
+                  {"round": 1, "train": {}, "cost": {"train": {"wall_s": 60.0}}}]
+        (loop / run / "run_metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rounds))
+        (loop / run / "round1_none.json").write_text(json.dumps(
+            {"suite": "libero_object", "successes": 3, "episodes": 50, "episodes_per_task": 5,
+             "tasks_run": []}))
+    rows = {r["row"]: r for r in build(tmp_path / "libero")["ours"]}
+    whole, resumed = (rows[f"loop `{run}`, round 1 (after 1 CoDA round)"]
+                      for run in ("libero_whole", "libero_resumed"))
+    assert whole["loop_wall_s"] == 622.0 and "not known" not in whole["what"]
+    assert resumed["loop_wall_s"] is None
+    assert "its bootstrap was resumed after a kill, so the loop's wall clock is not known" in resumed["what"]

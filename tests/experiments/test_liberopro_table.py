@@ -42,15 +42,16 @@ def test_the_table_reads_evaluations_and_round_records_and_leaves_missing_cells_
 
 def test_protocol_rows_and_earlier_smaller_ones_are_kept_apart(tmp_path):
     """A row whose files hold 5 and 50 episodes per task becomes two rows: the 50 in the protocol's table,
-    the 5 in the labelled table of earlier evaluations below it; the object perturbation gets its column."""
+    the 5 in the labelled table of earlier evaluations below it; the object perturbation gets its column; the
+    protocol's evaluations say their wall time."""
     d = tmp_path / "libero"
     d.mkdir()
     files = (("sft_dart_libero_object.json", "libero_object", 28, 50, 5),
              ("sft_dart_libero_object_position.json", "libero_object_swap", 40, 500, 50),
              ("sft_dart_libero_object_task.json", "libero_object_object", 50, 500, 50))
-    for name, suite, k, n, per in files:
+    for (name, suite, k, n, per), wall in zip(files, (60.0, 1500.0, 2700.0), strict=True):
         (d / name).write_text(json.dumps({"suite": suite, "successes": k, "episodes": n,
-                                          "episodes_per_task": per}))
+                                          "episodes_per_task": per, "wall_s": wall}))
     table = build(d)
     sizes = {r["episodes_per_task"]: r for r in table["ours"] if r["row"].startswith("SFT, DART")}
     assert set(sizes) == {5, 50}
@@ -61,4 +62,5 @@ def test_protocol_rows_and_earlier_smaller_ones_are_kept_apart(tmp_path):
     assert "| SFT, DART demonstrations (the seed policy) | – | 8 % (40/500) | – | – | 10 % (50/500) |" in main
     assert "| SFT, DART demonstrations (the seed policy) | 5 | 56 % (28/50) | – | – | – |" in before
     assert "56 %" not in main and "8 % (40/500)" not in before.split("## Ours: libero_spatial")[0]
+    assert "took 25–45 min of wall time here (2 of them;" in main  # the protocol's files only
     assert "No evaluation at the protocol's size yet." in md.split("## Ours: libero_spatial")[1]

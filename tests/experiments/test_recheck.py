@@ -72,3 +72,64 @@ def test_cli_refuses_the_tables_own_set_and_missing_cells(smoke_table: tuple[Pat
     assert "no record for coda seed 3" in capsys.readouterr().err
     assert rc.main([*args, "--rows", "coda", "--set", "frozen7"]) == 2
     assert "no suite set 'frozen7'" in capsys.readouterr().err
+
+
+def test_the_oracle_row_is_the_policy_its_ceiling_record_scored(smoke_table: tuple[Path, Path, dict],
+                                                                 tmp_path: Path) -> None:
+    """`--oracle`: each seed's headroom oracle joins the re-check once its policy scores its record's first
+    family's `ood` split again; a record that says otherwise, or another bootstrap, is refused. The
+    oracle here is a stand-in (the smoke table's SFT policy with a ceiling record written for it)."""
+    from agents.config import RunConfig
+    from experiments.table import suites as frozen
+    from experiments.table.cells import evaluate
+    from experiments.table.record import oracle_folder, oracle_name
+    from sim.pool import EpisodePool
+
+    results = _results(smoke_table, tmp_path)
+    preset = TABLES.get("smoke")
+    sft = json.loads((results / preset.table / "sft_seed0.json").read_text())
+    run = Path(sft["run_dir"])
+    name = oracle_name(*rc.ORACLE_CELL, 0)
+    runs = tmp_path / "ceiling_runs"
+    (runs / name).mkdir(parents=True)
+    shutil.copy(run / "policy" / f"{max(sft['curve'])}.safetensors", runs / name / "round_01.safetensors")
+    family = sft["families"][0]
+    scenes = frozen.suite([family], splits=("ood",), per_split=1, set_name=preset.suite)
+    steps = RunConfig.from_json((run / "config.json").read_text()).rollout_max_steps
+    with EpisodePool(1) as pool:
+        ood = evaluate(runs / name / "round_01.safetensors", scenes, 0, pool, steps)[family]["ood"]
+    record = results / "findings" / oracle_folder("smoke") / f"{name}.json"
+    record.parent.mkdir(parents=True)
+    rec = {"rounds": 1, "families": sft["families"], "per_split": 1, "suite": preset.suite,
+           "bootstrap_sha256": sft["bootstrap_sha256"], "ood": {f: 0.0 for f in sft["families"]}}
+    rec["ood"][family] = 100.0 - ood  # not what the policy scores
+    record.write_text(json.dumps(rec))
+    with pytest.raises(rc.RecheckError, match="not the policy the record scored"):
+        rc.recheck(preset, ["coda"], [0], "frozen50", results, workers=1, commit=False, per_split=1,
+                   log=lambda _: None, oracle=runs)
+    rec["ood"][family] = ood
+    record.write_text(json.dumps(rec))
+    written = rc.recheck(preset, ["coda"], [0], "frozen50", results, workers=1, commit=False, per_split=1,
+                         log=lambda _: None, oracle=runs)
+    assert "oracle_seed0.json" in {p.name for p in written}
+    again = json.loads((results / "frozen50" / preset.table / "oracle_seed0.json").read_text())
+    assert again["method"] == "oracle"
+    assert again["rechecks"] == f"findings/{oracle_folder('smoke')}/{name}.json"
+    assert "| oracle |" in rc.page(results, preset, "frozen50", "coda", "", "test")
+    (results / "frozen50" / preset.table / "oracle_seed0.json").unlink()
+    rec["bootstrap_sha256"] = "0" * 64
+    record.write_text(json.dumps(rec))
+    with pytest.raises(rc.RecheckError, match="another bootstrap"):
+        rc.recheck(preset, ["coda"], [0], "frozen50", results, workers=1, commit=False, per_split=1,
+                   log=lambda _: None, oracle=runs)
+    # a record that keeps its policy's hash is checked by it, without playing the policy again
+    rec["bootstrap_sha256"], rec["policy_sha256"] = sft["bootstrap_sha256"], "f" * 64
+    record.write_text(json.dumps(rec))
+    with pytest.raises(rc.RecheckError, match="is not the policy its record scored"):
+        rc.recheck(preset, ["coda"], [0], "frozen50", results, workers=1, commit=False, per_split=1,
+                   log=lambda _: None, oracle=runs)
+    rec["policy_sha256"], rec["ood"][family] = sha256(runs / name / "round_01.safetensors"), 100.0 - ood
+    record.write_text(json.dumps(rec))
+    written = rc.recheck(preset, ["coda"], [0], "frozen50", results, workers=1, commit=False, per_split=1,
+                         log=lambda _: None, oracle=runs)
+    assert [p.name for p in written] == ["oracle_seed0.json"]
