@@ -260,19 +260,25 @@ def dr_sentence(results: Path) -> str:
     frozen = {**cells(results / "table1_core"), **cells(results / "table1_core_dr")}
     again = cells(results / RECHECK / "table1_core_dr")
     seeds = sorted(again["coda@dr"])
-    parts = []
+    parts, ci = [], {}
     for m, name in ((DR_ROWS[1][0], "uniform on the same program"), (DR_BASE[0], "domain randomization")):
         if not set(seeds) <= set(again.get(m, {})):
             parts.append(f"{name}, the control, is not re-checked yet")
             continue
         d, f = paired(again, "coda@dr", m), paired(frozen, "coda@dr", m)
         lo, hi = bounds(d, len(seeds))
+        ci[m] = (lo, hi)
         parts.append(f"CoDA − {name} {ms(d, '+')} pp {interval(d, len(seeds))} on `{RECHECK}` (a difference "
                      f"{'shown' if lo > 0 or hi < 0 else 'not shown'}; on the frozen suites, which read the "
                      f"choice, {ms(f, '+')} {interval(f, len(seeds))})")
+    reading = ""
+    (dr_lo, _), (u_lo, u_hi) = ci.get(DR_BASE[0], (0, 0)), ci.get(DR_ROWS[1][0], (0, 0))
+    if dr_lo > 0 and u_lo <= 0 <= u_hi and DR_ROWS[1][0] in ci:  # above DR, level with uniform on its program
+        reading = (" There CoDA is level with uniform's random variants on the same program: its targeting "
+                   "is not shown to add to what the program gives.")
     return (f"With every generated arm on domain randomization's program (chosen after the frozen rows were "
             f"read, so re-checked on the never-read `{RECHECK}` set, {len(seeds)} seeds): "
-            + "; ".join(parts) + ". ")
+            + "; ".join(parts) + "." + reading + " ")
 
 
 def core_oracle(results: Path) -> dict | None:

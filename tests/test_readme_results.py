@@ -218,3 +218,12 @@ def test_the_dr_sentence_reads_the_never_read_set(tmp_path: Path):
         "on the frozen suites, which read the choice, +11.0 ± 0.6 [+8.5, +13.5])" in text
     assert "3 seeds" in text
     assert "uniform on the same program, the control, is not re-checked yet" in text
+    assert "its targeting is not shown to add" not in text
+    for k in range(3):
+        cell("table1_core_dr", "uniform@dr", k, 31.0 - k)
+        cell("recheck50/table1_core_dr", "uniform@dr", k, 31.0 - k)
+    text = mod.dr_sentence(tmp_path)
+    assert "CoDA − uniform on the same program +1.0 ± 1.1 pp [−4.0, +6.0] on `recheck50` (a difference not " \
+        "shown;" in text
+    assert "There CoDA is level with uniform's random variants on the same program: its targeting is not " \
+        "shown to add to what the program gives." in text
