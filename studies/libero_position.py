@@ -5,7 +5,9 @@ started from, its rollouts, demonstrations and training programs: `studies.liber
 once as the run had it and once with `--demos` new DART demonstrations added beside them, the item starting
 in its second or third swap partner's region (`swap2`, `swap3`: layouts the family's `ood` split draws,
 never LIBERO-Pro's own partner), each at the run's step count and at more. The new demonstrations join the
-update as a round's own do (shaped by the family's seed training program, at `learn.round_share`).
+update as a round's own do (shaped by the family's seed training program, at `learn.round_share`). With
+`--sft`, also the run's bootstrap recipe from scratch on its seed demonstrations and the new ones: whether
+the policy learns the layouts from this much data at all, outside a round's update.
 
     python -m studies.libero_position --run runs/libero_t1 --demos 64 --steps 60,600 --workers 1 \
         --out runs/libero_position
@@ -53,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--demos", type=int, default=64, help="new swapped-start demonstrations to add")
     ap.add_argument("--steps", type=comma_list(int), default=[60, 600],
                     help="learn.awr_steps values (the preset's 60, and more)")
+    ap.add_argument("--sft", action="store_true",
+                    help="also the run's bootstrap SFT from scratch on its seed demonstrations and the new "
+                         "ones (can the policy learn the layouts from this much data at all?)")
     ap.add_argument("--per-task", type=int, default=2, help="development scenes per task and start")
     ap.add_argument("--workers", type=worker_count, default=1)
     ap.add_argument("--out", type=Path, required=True)
@@ -123,6 +128,13 @@ def main(argv: list[str] | None = None) -> int:
                                                       shaping=cfg.method_config.shaping,
                                                       seed=stable_seed(cfg.seed, a.round, "train"))
             evaluate(key, path, trained)
+    if a.sft:  # the bootstrap's recipe (its SFT, target loss and steps), from scratch, with the new demos
+        path = a.out / f"sft_seed_swap{a.demos}.safetensors"
+        seed_demos = [deps.run.abs(d) for ds in state.get("demo_history", {}).values() for d in ds]
+        trained = {"loaded": str(path)}
+        if not path.exists():
+            trained = PolicyTrainer(cfg.learn).bootstrap(seed_demos + new, path)
+        evaluate(path.stem, path, trained)
     return 0
 
 

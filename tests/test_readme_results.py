@@ -227,3 +227,9 @@ def test_the_dr_sentence_reads_the_never_read_set(tmp_path: Path):
         "shown;" in text
     assert "There CoDA is level with uniform's random variants on the same program: its targeting is not " \
         "shown to add to what the program gives." in text
+    assert "headroom oracle" not in text  # not re-checked yet
+    for k in range(3):
+        cell("recheck50/table1_core_dr", "bootstrap", k, 5.0)
+        cell("recheck50/table1_core_dr", "oracle", k, 45.0)
+    assert "On `recheck50` CoDA on that program takes 65 % of the headroom oracle's gain over the " \
+        "bootstrap (+26.0 of +40.0 pp, ID +0.0 pp; uniform on it 62 %;" in mod.dr_sentence(tmp_path)
