@@ -272,8 +272,8 @@ def dr_sentence(results: Path) -> str:
                      f"{'shown' if lo > 0 or hi < 0 else 'not shown'}; on the frozen suites, which read the "
                      f"choice, {ms(f, '+')} {interval(f, len(seeds))})")
     reading = ""
-    (dr_lo, _), (u_lo, u_hi) = ci.get(DR_BASE[0], (0, 0)), ci.get(DR_ROWS[1][0], (0, 0))
-    if dr_lo > 0 and u_lo <= 0 <= u_hi and DR_ROWS[1][0] in ci:  # above DR, level with uniform on its program
+    dr, uni = ci.get(DR_BASE[0]), ci.get(DR_ROWS[1][0])
+    if dr and uni and dr[0] > 0 and uni[0] <= 0 <= uni[1]:  # above DR, level with uniform on its program
         reading = (" There CoDA is level with uniform's random variants on the same program: its targeting "
                    "is not shown to add to what the program gives.")
     return (f"With every generated arm on domain randomization's program (chosen after the frozen rows were "
