@@ -119,6 +119,17 @@ def dart_only(run: Path, n: int) -> list[Path]:
     return ok
 
 
+def dev_jobs(path: Path, where: tuple[str, ...], per_task: int,
+             max_steps: int | None) -> list[tuple[Any, ...]]:
+    """`dev_episode` jobs for the policy at `path`: every task with the item starting at each of `where`,
+    `per_task` scenes each (seeds DEV_SEED0 + 100 i + j)."""
+    from sim.families.libero_object.scene import TASKS
+
+    return [(str(path), FAMILY, DEV_SEED0 + i * 100 + j, max_steps,
+             {"task": {"task": task}, "spatial": {"start": start}})
+            for i, task in enumerate(TASKS) for start in where for j in range(per_task)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = command_parser("studies.libero_layouts", __doc__)
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
@@ -189,9 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{arm}: {done[arm]['successes']}/{done[arm]['episodes']} dev scenes (kept)", flush=True)
             continue
         trained = trainer.bootstrap(demos, path) if not path.exists() else {"loaded": str(path)}
-        jobs = [(str(path), FAMILY, DEV_SEED0 + i * 100 + j, cfg["rollout_max_steps"],
-                 {"task": {"task": task}, "spatial": {"start": start}})
-                for i, task in enumerate(TASKS) for start in EVAL_STARTS for j in range(a.per_task)]
+        jobs = dev_jobs(path, EVAL_STARTS, a.per_task, cfg["rollout_max_steps"])
         results[arm] = scored(list(spawn_map(dev_episode, jobs, a.workers)), trained)
         print(f"{arm}: {results[arm]['successes']}/{results[arm]['episodes']} dev scenes, by start "
               f"{results[arm]['by_start']}", flush=True)

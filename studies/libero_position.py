@@ -21,6 +21,7 @@ policies and `<out>/results.json` land as they finish; a rerun keeps them.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import sys
@@ -64,8 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.demos < 1 or a.per_task < 1 or a.round < 1 or any(s < 1 for s in a.steps):
         ap.error("--demos, --per-task, --round and every --steps value must be >= 1")
-    import argparse
-
     from agents.graph.nodes.arms import load_program, seed_programs
     from agents.graph.nodes.learn import aw_groups
     from agents.graph.nodes.work import stable_seed
@@ -73,8 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     from agents.graph.trainer import PolicyTrainer
     from agents.replay import node_inputs
     from experiments.liberopro.evaluate import spawn_map
-    from sim.families.libero_object.scene import TASKS
-    from studies.libero_layouts import collect, starts
+    from studies.libero_layouts import collect, dev_jobs, starts
     from studies.libero_loop_sft import DEV_SEED0, dev_episode, scored
 
     try:
@@ -102,9 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if key in results:
             print(f"{key}: {results[key]['successes']}/{results[key]['episodes']} (kept)", flush=True)
             return
-        jobs = [(str(path), FAMILY, DEV_SEED0 + i * 100 + j, cfg.rollout_max_steps,
-                 {"task": {"task": task}, "spatial": {"start": where}})
-                for i, task in enumerate(TASKS) for where in EVAL_STARTS for j in range(a.per_task)]
+        jobs = dev_jobs(path, EVAL_STARTS, a.per_task, cfg.rollout_max_steps)
         results[key] = scored(list(spawn_map(dev_episode, jobs, a.workers)), trained)
         print(f"{key}: {results[key]['successes']}/{results[key]['episodes']}, by start "
               f"{results[key]['by_start']}", flush=True)
