@@ -7,7 +7,9 @@ in its second or third swap partner's region (`swap2`, `swap3`: layouts the fami
 never LIBERO-Pro's own partner), each at the run's step count and at more. The new demonstrations join the
 update as a round's own do (shaped by the family's seed training program, at `learn.round_share`). With
 `--sft`, also the run's bootstrap recipe from scratch on its seed demonstrations and the new ones: whether
-the policy learns the layouts from this much data at all, outside a round's update.
+the policy learns the layouts from this much data at all, outside a round's update; with `--then-round`,
+that retrained policy then given the round's weighted update with the new demonstrations (at each
+`--steps`): does a round that retrains and then weighs keep what the retraining learned?
 
     python -m studies.libero_position --run runs/libero_t1 --demos 64 --steps 60,600 --workers 1 \
         --out runs/libero_position
@@ -59,12 +61,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sft", action="store_true",
                     help="also the run's bootstrap SFT from scratch on its seed demonstrations and the new "
                          "ones (can the policy learn the layouts from this much data at all?)")
+    ap.add_argument("--then-round", action="store_true",
+                    help="with --sft: the retrained policy then given the round's weighted update (with the "
+                         "new demonstrations) at each --steps")
     ap.add_argument("--per-task", type=int, default=2, help="development scenes per task and start")
     ap.add_argument("--workers", type=worker_count, default=1)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     if a.demos < 1 or a.per_task < 1 or a.round < 1 or any(s < 1 for s in a.steps):
         ap.error("--demos, --per-task, --round and every --steps value must be >= 1")
+    if a.then_round and not a.sft:
+        ap.error("--then-round updates the --sft policy: give --sft too")
     from agents.graph.nodes.arms import load_program, seed_programs
     from agents.graph.nodes.learn import aw_groups
     from agents.graph.nodes.work import stable_seed
@@ -113,17 +120,19 @@ def main(argv: list[str] | None = None) -> int:
     replayed = sum(len(d) for d in state.get("demo_history", {}).values())
     arms = {"round": groups, f"swap{a.demos}": with_swaps(groups, seed_tp, new, cfg.learn.round_share,
                                                           replayed)}
+
+    def weighted(src: Path, key: str, arm_groups: list[tuple[Any, list[Path]]], steps: int) -> None:
+        path = a.out / f"{key}.safetensors"
+        trained: dict[str, Any] = {"loaded": str(path)}
+        if not path.exists():
+            lc = dataclasses.replace(cfg.learn, awr_steps=steps)
+            trained = PolicyTrainer(lc).aw_update(src, arm_groups, path, shaping=cfg.method_config.shaping,
+                                                  seed=stable_seed(cfg.seed, a.round, "train"))
+        evaluate(key, path, trained)
+
     for steps in a.steps:
         for arm, arm_groups in arms.items():
-            key = f"{arm}_steps{steps}"
-            path = a.out / f"{key}.safetensors"
-            trained: dict[str, Any] = {"loaded": str(path)}
-            if not path.exists():
-                lc = dataclasses.replace(cfg.learn, awr_steps=steps)
-                trained = PolicyTrainer(lc).aw_update(start, arm_groups, path,
-                                                      shaping=cfg.method_config.shaping,
-                                                      seed=stable_seed(cfg.seed, a.round, "train"))
-            evaluate(key, path, trained)
+            weighted(start, f"{arm}_steps{steps}", arm_groups, steps)
     if a.sft:  # the bootstrap's recipe (its SFT, target loss and steps), from scratch, with the new demos
         path = a.out / f"sft_seed_swap{a.demos}.safetensors"
         seed_demos = [deps.run.abs(d) for ds in state.get("demo_history", {}).values() for d in ds]
@@ -131,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         if not path.exists():
             trained = PolicyTrainer(cfg.learn).bootstrap(seed_demos + new, path)
         evaluate(path.stem, path, trained)
+        if a.then_round:  # the round's weighted update with the new demonstrations, from the retrained policy
+            for steps in a.steps:
+                weighted(path, f"{path.stem}_then_round_steps{steps}", arms[f"swap{a.demos}"], steps)
     return 0
 
 

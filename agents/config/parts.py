@@ -72,6 +72,15 @@ class LearnConfig:
     # same scenes, replay kept held-out ID success 77.5 % against 43.8-68.8 % (studies.ceiling,
     # FINDINGS #5). Every method trains this way; False is the earlier round-only update
     replay: bool = True
+    # each round's update is the bootstrap's recipe (`sft_steps` of SFT from `init_policy` or a fresh
+    # network) retrained on every expert demonstration so far, the round's own included, in place of the
+    # method's update (a method without one, `zero_shot`, still keeps its policy). On LIBERO a round's
+    # update did not learn new starts from 64 times a round's position scenes, while the bootstrap's recipe
+    # retrained on 256 of them did; the round's weighted update run after that retraining kept the new
+    # starts and lost the item's own (development scenes, FINDINGS #55-#56). The training program's
+    # potential then weighs nothing: the round's scenes are what the method chooses. Costs a bootstrap's
+    # SFT a round
+    retrain: bool = False
     # a checkpoint to start from instead of a fresh network (the "pretrained" policy of zero-shot)
     init_policy: str | None = None
     # where training runs — the bootstrap SFT, each round's update and its chunk critics: cpu, cuda, cuda:N
@@ -85,6 +94,9 @@ class LearnConfig:
     def __post_init__(self) -> None:
         check_device_spec(self.device)
         check_device_spec(self.rollout_device)
+        if self.retrain and self.sft_steps == 0:
+            raise ValueError("learn.retrain retrains the bootstrap's SFT every round, and "
+                             "learn.sft_steps = 0 has none: give sft_steps >= 1 or leave retrain off")
         if not 0.0 <= self.round_share < 1.0:
             raise ValueError(f"learn.round_share must be in [0, 1), got {self.round_share}")
         if self.awr_rollouts != "all" and self.awr_demo_fraction >= 1.0:

@@ -80,15 +80,18 @@ PRESETS.register("quickstart", RunConfig(
 # FINDINGS #41): 1e-4. The family's factors are all choices, which read alike in distribution: the rules
 # critic settling ties by name named `shift` over `start`, the factor LIBERO-Pro's position perturbation
 # moves, on every failure of three runs (FINDINGS #50); ties now go by episode (`CriticConfig.ties`).
+# Even so, a round's update did not learn a new start from 64 times a round's position scenes; the
+# bootstrap's recipe retrained on 256 did (development scenes, FINDINGS #55-#56): a round brings 128
+# training scenes and retrains the bootstrap's recipe on every demonstration so far (`learn.retrain`).
 PRESETS.register("libero", RunConfig(
-    preset="libero", families=("libero_object",), rounds=1, budget=4, held=1, max_arms=3, max_retries=2,
+    preset="libero", families=("libero_object",), rounds=1, budget=128, held=1, max_arms=3, max_retries=2,
     seed_demos=300, diagnose_max=2, verify_n=6, eval_id=5, eval_ood=5, variants=2, variant_factors=3,
     rollout_max_steps=280, thumbnails=False,
     verify=VerifyConfig(alpha=RUN_ALPHA, control_groups=("spatial", "attribute", "task")),
     learn=LearnConfig(
         policy=ObjectTokenConfig(batch_size=64, flow_steps=8, target_loss=1.0),
         sft_steps=1500, finetune_steps=60, critic_hidden=64, critic_steps=300, critic_batch=64, awr_steps=60,
-        awr_batch=64, awr_lr=1e-4, demo_stride=2)))
+        awr_batch=64, awr_lr=1e-4, demo_stride=2, retrain=True)))
 # The same on LIBERO-Spatial (`sim/families/libero_spatial/`): which of two identical black bowls goes on
 # the plate, named by its place; the plate starts in its own region or swapped with another object's, moved
 # or not. LIBERO's step limit for the suite (220); every other setting is `libero`'s, not tuned here.

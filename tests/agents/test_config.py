@@ -134,6 +134,12 @@ def test_a_round_share_outside_zero_to_one_is_refused_with_its_name(share: float
         LearnConfig(round_share=share)
 
 
+def test_retrain_without_a_bootstrap_sft_is_refused() -> None:
+    with pytest.raises(ValueError, match="learn.retrain retrains the bootstrap's SFT"):
+        LearnConfig(retrain=True, sft_steps=0, init_policy="p.safetensors")
+    assert LearnConfig(retrain=True).retrain  # with the default SFT steps it stands
+
+
 def test_a_rollout_filter_that_would_change_nothing_is_refused() -> None:
     """With `awr_demo_fraction` 1 (the default) every minibatch of the weighted update is demonstrations, so
     which rollout chunks it may imitate cannot matter: `studies.quickstart_round_dev` measured "success"

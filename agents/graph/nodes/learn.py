@@ -139,7 +139,8 @@ def _history(state: RoundState) -> dict[str, list[str]]:
 
 
 def train(state: RoundState, deps: Deps) -> dict[str, Any]:
-    """The round's policy update: none, SFT on the round's demos, or advantage-weighted."""
+    """The round's policy update: none, SFT on the round's demos, advantage-weighted, or (`learn.retrain`,
+    any method that updates) the bootstrap's recipe retrained on every demonstration so far."""
     r, method = state["round"], deps.config.method_config
     src, out = deps.run.abs(state["policy"]), deps.run.policy(r)
     info = _finished(deps, r)
@@ -150,6 +151,9 @@ def train(state: RoundState, deps: Deps) -> dict[str, Any]:
         if method.update == "none" or (method.update == "sft" and not demos):
             shutil.copyfile(src, out)
             made: dict[str, Any] = {"skipped": "no update" if method.update == "none" else "no demos"}
+        elif deps.config.learn.retrain:
+            every = [deps.run.abs(d) for ds in _history(state).values() for d in ds]
+            made = {"retrain": True, **deps.trainer.bootstrap(every, out)}
         elif method.update == "sft":
             made = deps.trainer.finetune(src, demos, out)
         else:
@@ -184,6 +188,7 @@ def measure(state: RoundState, deps: Deps) -> dict[str, Any]:
 
 def summary_train(update: Mapping[str, Any]) -> str:
     m = update.get("train_metrics", {})
+    m = {**m, "update": "retrain (the bootstrap's recipe)"} if m.get("retrain") else m
     keys = ("update", "skipped", "chunks", "episodes", "demos", "train_s")
     return ", ".join(f"{k} {m[k]}" for k in keys if k in m)
 

@@ -25,3 +25,26 @@ def test_the_trainer_gets_the_update_the_method_asks_for(before, method: str) ->
     if m.update == "sft":  # the round's demos and (replay) every earlier one
         assert deps.trainer.calls[0][1] == len(update["demo_history"]["pick_place"])
     assert call(train, state, deps) == update and len(deps.trainer.calls) == len(expected)  # kept
+
+
+@pytest.mark.parametrize("method", ["coda", "sft", "zero_shot"])
+def test_retrain_replaces_the_update_with_the_bootstrap_recipe_on_every_demo(before, method: str) -> None:
+    import dataclasses
+
+    from agents.config import get_preset
+    from tests.fakes.trainer import FakeTrainer
+
+    learn = dataclasses.replace(get_preset("smoke").learn, retrain=True)
+    deps, state = before("train", method, learn=learn, trainer=FakeTrainer(limit=0.5, step=0.1))
+    update = call(train, state, deps)
+    if METHODS.get(method).update == "none":  # nothing retrained: the policy stays as it was
+        assert deps.trainer.calls == [] and "retrain" not in update["train_metrics"]
+        return
+    every = update["demo_history"]["pick_place"]
+    assert len(every) > len(state["demo_history"]["pick_place"])  # the round's own among them
+    assert deps.trainer.calls == [("bootstrap", len(every))]
+    # the round's policy is the retrained one (the fake's bootstrap limit 0.5), not an update of round 0's
+    assert FakeTrainer.read(deps.run.root / update["policy"]) == pytest.approx(0.5)
+    assert update["train_metrics"] == {"update": METHODS.get(method).update, "retrain": True,
+                                       "yaw_limit": 0.5}
+    assert call(train, state, deps) == update and len(deps.trainer.calls) == 1  # kept on a re-run
