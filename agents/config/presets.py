@@ -72,7 +72,7 @@ PRESETS.register("quickstart", RunConfig(
 # layouts per task, and the policy trained with the auxiliary target loss: with several layouts per task
 # plain SFT learned where items usually start, not which the words name (3/20 development scenes at 300
 # demonstrations, 14/20 with the loss; FINDINGS #39 — chosen on development scenes, not the protocol's
-# suites). One round at a small budget. The family has no attribute factor, so a control may also move a
+# suites). One round by default. The family has no attribute factor, so a control may also move a
 # task factor (the words, the item).
 # A round's weighted update at SFT's rate (1e-3, the default, chosen on our own families) unlearns the
 # bootstrap: one run's round-1 update redone at 1e-3 / 3e-4 / 1e-4 / 3e-5 scored 5 / 9 / 21 / 17 of 40
