@@ -33,8 +33,10 @@ SUFFIX = {"_swap": "position", "_lan": "instruction", "_task": "task", "_object"
 
 # Loop runs whose rounds ran on another run's bootstrap — its seed demonstrations, validity verdicts and
 # round-0 policy copied into the new run directory before `agents.run` started there (the graph reuses
-# both; FINDINGS #40): the row says so, and the wall clock counts the other run's round 0
-BOOTSTRAP_FROM = {"libero_s36": "libero_s35", "libero_s37": "libero_s35"}
+# both; FINDINGS #40), or the other run forked at its round-0 report (`agents.replay --fork`): the row says
+# so, and the wall clock counts the other run's round 0
+BOOTSTRAP_FROM = {"libero_s36": ("libero_s35", "copied"), "libero_s37": ("libero_s35", "copied"),
+                  "libero_r1": ("libero_t1", "forked")}
 
 # (suite, row label, what it is, files under docs/results/libero/ in the order they are read; later files
 # add perturbations, never overwrite one)
@@ -56,6 +58,12 @@ ROWS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
      "`studies.libero_loop_sft --variants target`",
      ("loop/libero_s34/sft300_target_none.json", "loop/libero_s34/sft300_target_position.json",
       "loop/libero_s34/sft300_target_instruction.json", "loop/libero_s34/sft300_target_task.json")),
+    ("libero_object", "position oracle: the bootstrap's recipe on its 300 seed + 256 swapped-start "
+     "demonstrations (FINDINGS #55; a report, no choice follows)",
+     "`libero_t1`'s seed demonstrations and 256 DART ones starting in swap partners 2-3 (never "
+     "LIBERO-Pro's), 1,500 steps; `studies.libero_position --demos 256 --sft`",
+     ("position_oracle/sft_seed_swap256_none_50ep.json",
+      "position_oracle/sft_seed_swap256_position_50ep.json")),
     ("libero_spatial", "scripted expert", "privileged state, no learning (`--policy expert`)",
      ("expert_libero_spatial.json", "expert_libero_spatial_position.json")),
     ("libero_spatial", "SFT, plain demonstrations", "75 expert demonstrations, 1,500 steps (FINDINGS #19)",
@@ -157,7 +165,7 @@ def loop_row(folder: Path, run: str, rnd: int, base: str, per_task: int, sources
                                             f" (after {rnd} CoDA round{'s' if rnd > 1 else ''})")
     what = f"`agents.run`{_loop_config(folder / run)}; `experiments.liberopro.run --run runs/{run}`"
     if run in BOOTSTRAP_FROM:
-        what += f"; rounds on `{BOOTSTRAP_FROM[run]}`'s bootstrap (copied)"
+        what += f"; rounds on `{BOOTSTRAP_FROM[run][0]}`'s bootstrap ({BOOTSTRAP_FROM[run][1]})"
     wall = _loop_wall(folder / run, rnd)
     if wall is not None:
         what += f"; the loop's wall clock through this round {wall / 60:.0f} min"
@@ -169,15 +177,19 @@ def loop_row(folder: Path, run: str, rnd: int, base: str, per_task: int, sources
 
 def _loop_config(run: Path) -> str:
     """What sets the run apart, from its copied `run_config.json`: the seed demonstrations, the target loss
-    (the libero preset changed both over the runs; FINDINGS #39) and the round updates' steps and rate."""
+    (the libero preset changed both over the runs; FINDINGS #39), the round's training scenes and how a
+    round updates (its steps and rate, or retraining the bootstrap's recipe: FINDINGS #56)."""
     path = run / "run_config.json"
     if not path.is_file():
         return ""
     cfg = json.loads(path.read_text())
     loss = cfg["learn"]["policy"].get("target_loss", 0.0)  # runs before the option existed had none
+    retrain = cfg["learn"].get("retrain")  # runs before the option existed updated
+    update = ("each round retrains the bootstrap's recipe on every demonstration" if retrain
+              else f"round updates {cfg['learn']['awr_steps']} steps at lr {cfg['learn']['awr_lr']:g}")
     return (f" (its config: {cfg['preset']} preset, {cfg['seed_demos']} seed demonstrations, "
-            f"{'target loss ' + format(loss, 'g') if loss else 'no target loss'}, round updates "
-            f"{cfg['learn']['awr_steps']} steps at lr {cfg['learn']['awr_lr']:g})")
+            f"{'target loss ' + format(loss, 'g') if loss else 'no target loss'}, {cfg['budget']} training "
+            f"scenes a round, {update})")
 
 
 def _bootstrap_resumed(run: Path) -> bool:
@@ -205,7 +217,7 @@ def _loop_wall(run: Path, rnd: int) -> float | None:
         if rec["round"] <= rnd and not (rec["round"] == 0 and run.name in BOOTSTRAP_FROM):
             total += sum(c.get("wall_s", 0.0) for c in rec.get("cost", {}).values())
     if run.name in BOOTSTRAP_FROM:
-        parent = _loop_wall(run.parent / BOOTSTRAP_FROM[run.name], 0)
+        parent = _loop_wall(run.parent / BOOTSTRAP_FROM[run.name][0], 0)
         return None if parent is None else round(total + parent, 1)
     return round(total, 1)
 

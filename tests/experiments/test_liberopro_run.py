@@ -151,7 +151,7 @@ def test_the_protocol_table_is_written_to_runs_unless_out_names_a_place(tmp_path
 
 def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(tmp_path):
     run = _run_dir(tmp_path)
-    cfg = {"families": ["libero_object"], "preset": "libero", "seed_demos": 300,
+    cfg = {"families": ["libero_object"], "preset": "libero", "seed_demos": 300, "budget": 4,
            "learn": {"policy": {"target_loss": 1.0}, "awr_steps": 60, "awr_lr": 1e-4}}
     (run / "config.json").write_text(json.dumps(cfg))
     (run / "metrics.jsonl").write_text(json.dumps({"round": 0, "cost": {"train": {"wall_s": 600.0}}}) + "\n")
@@ -173,9 +173,16 @@ def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(t
     (out / "libero_x" / "round0_none.json").write_text(json.dumps(
         {"suite": "libero_object", "successes": 3, "episodes": 50, "episodes_per_task": 5, "tasks_run": []}))
     row = next(r for r in build(tmp_path / "libero")["ours"] if r["row"].startswith("loop"))
-    want = "libero preset, 300 seed demonstrations, target loss 1, round updates 60 steps at lr 0.0001"
+    want = ("libero preset, 300 seed demonstrations, target loss 1, 4 training scenes a round, round updates "
+            "60 steps at lr 0.0001")
     assert want in row["what"]
     assert row["loop_wall_s"] == 600.0
+    # a run whose rounds retrain (learn.retrain, FINDINGS #56) says that instead of the update's steps
+    retrains = {**cfg, "budget": 128, "learn": {**cfg["learn"], "retrain": True}}
+    (out / "libero_x" / "run_config.json").write_text(json.dumps(retrains))
+    row = next(r for r in build(tmp_path / "libero")["ours"] if r["row"].startswith("loop"))
+    assert ("128 training scenes a round, each round retrains the bootstrap's recipe on every demonstration"
+            in row["what"]) and "round updates" not in row["what"]
 
 
 def test_rounds_on_another_runs_bootstrap_say_so_and_count_its_wall_clock(tmp_path, monkeypatch):
@@ -189,12 +196,12 @@ def test_rounds_on_another_runs_bootstrap_say_so_and_count_its_wall_clock(tmp_pa
         (loop / run / "round1_none.json").write_text(json.dumps(
             {"suite": "libero_object", "successes": 3, "episodes": 50, "episodes_per_task": 5,
              "tasks_run": []}))
-    monkeypatch.setattr(liberopro_table, "BOOTSTRAP_FROM", {"libero_x": "libero_p"})
+    monkeypatch.setattr(liberopro_table, "BOOTSTRAP_FROM", {"libero_x": ("libero_p", "forked")})
     rows = {r["row"]: r for r in build(tmp_path / "libero")["ours"]}
     forked = rows["loop `libero_x`, round 1 (after 1 CoDA round)"]
     own = rows["loop `libero_p`, round 1 (after 1 CoDA round)"]
     assert forked["loop_wall_s"] == 3000.0 + 250.0 and own["loop_wall_s"] == 3200.0
-    assert "`libero_p`'s bootstrap" in forked["what"] and "bootstrap" not in own["what"]
+    assert "`libero_p`'s bootstrap (forked)" in forked["what"] and "bootstrap" not in own["what"]
 
 
 def test_a_bootstrap_resumed_part_way_has_no_wall_clock(tmp_path):
