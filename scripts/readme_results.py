@@ -449,10 +449,13 @@ def headline(results: Path) -> str:
         "[FINDINGS](docs/results/FINDINGS.md).")
 
 
-# The loop runs evaluated at the protocol's size (issue #41), per suite: (suite, run, the paper's suite key);
-# a suite's row shows them in place of its 5-episode row once one of their rounds has such an evaluation
-PROTOCOL_RUNS = (("libero_object", "libero_t1", "object"), ("libero_spatial", "libero_sp2", "spatial"),
-                 ("libero_goal", "libero_g1", None))
+# The loop runs evaluated at the protocol's size (issue #41), per suite: (suite, its runs newest first as
+# (run, the run whose round 0 it started from), the paper's suite key). A suite's row shows the first run
+# whose round 3 is evaluated at that size (else the oldest whose bootstrap is), in place of its 5-episode
+# row; `libero_r1` retrains every round (FINDINGS #56) on `libero_t1`'s bootstrap, forked
+PROTOCOL_RUNS = (("libero_object", (("libero_r1", "libero_t1"), ("libero_t1", "libero_t1")), "object"),
+                 ("libero_spatial", (("libero_sp2", "libero_sp2"),), "spatial"),
+                 ("libero_goal", (("libero_g1", "libero_g1"),), None))
 PERTURB_NAMES = {"none": "original", "position": "position", "instruction": "instruction", "task": "task"}
 
 
@@ -468,15 +471,20 @@ def protocol_rows(lp: dict, link: str) -> list[tuple[str, str]]:
     round 3 beside round 0 (its bootstrap), the paper's figures where it reports the suite."""
     out = []
     paper = next(r for r in lp["paper"] if r["row"] == "CoDA (π0.5), 5 rounds")["success"]
-    for suite, run, key in PROTOCOL_RUNS:
-        r0, r3 = (libero_row(lp, f"loop `{run}`, round {k}", PROTOCOL, suite) for k in (0, 3))
-        if r0 is None and r3 is None:
+    for suite, runs, key in PROTOCOL_RUNS:
+        rows = [(run, boot, *(libero_row(lp, f"loop `{r}`, round {k}", PROTOCOL, suite)
+                              for r, k in ((boot, 0), (run, 3)))) for run, boot in runs]
+        shown = next((r for r in rows if r[3] is not None),
+                     next((r for r in reversed(rows) if r[2] is not None), None))  # else the oldest
+        if shown is None:
             continue
+        run, boot, r0, r3 = shown
         pos, task = (f"{100 * paper[key][p]:.0f} %" for p in ("position", "task")) if key else ("", "")
         theirs = f"; the paper's CoDA (π0.5, 5 rounds, theirs): position {pos}, task {task}" if key else ""
+        whose = "its bootstrap (round 0)" if boot == run else f"its bootstrap (`{boot}`'s round 0)"
         out.append((suite, f"| [LIBERO-Pro]({link}liberopro.md) `{suite}` by the protocol ({PROTOCOL} "
                     f"episodes per task, init states 0–{PROTOCOL - 1}): successes; privileged state, not "
-                    f"images | the loop's `{run}`, round 3: {of_n(r3)} | its bootstrap (round 0): "
+                    f"images | the loop's `{run}`, round 3: {of_n(r3)} | {whose}: "
                     f"{of_n(r0)}{theirs} |"))
     return out
 

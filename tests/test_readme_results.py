@@ -192,6 +192,11 @@ def test_a_suite_s_protocol_run_replaces_its_five_episode_row():
     assert "round 3: original –, position –, instruction –, task – |" in line
     assert "its bootstrap (round 0): original 240/500, position 120/500, instruction –, task –; the " \
         "paper's" in line
+    # a run on that bootstrap whose rounds retrain (`libero_r1`) takes the row once its round 3 is in
+    lp["ours"] += [{**row(3, 50, {"none": 250, "position": 200}), "row": "loop `libero_r1`, round 3"}]
+    (suite, line), = mod.protocol_rows(lp, "")
+    assert "the loop's `libero_r1`, round 3: original 250/500, position 200/500, instruction –" in line
+    assert "its bootstrap (`libero_t1`'s round 0): original 240/500, position 120/500" in line
 
 
 def test_the_dr_sentence_reads_the_never_read_set(tmp_path: Path):
