@@ -179,6 +179,19 @@ def test_the_research_preset_lays_generated_arms_on_dr_and_the_tables_keep_the_s
         assert cfg.background == ("dr" if name == "core_dr" else "seed"), name
 
 
+def test_only_the_libero_presets_retrain_each_round_on_their_128_scenes() -> None:
+    """FINDINGS #56: the LIBERO presets' rounds retrain the bootstrap's recipe on 128 training scenes a
+    round; every other preset (and every recorded table) keeps the round's update."""
+    from experiments.table.cells import cell_config
+    from experiments.table.presets import TABLES
+
+    libero = {n for n in PRESETS.names() if n.startswith("libero")}
+    assert libero == {"libero", "libero_spatial", "libero_goal"}
+    assert {n for n in PRESETS.names() if get_preset(n).learn.retrain} == libero
+    assert {get_preset(n).budget for n in libero} == {128} and not LearnConfig().retrain
+    assert not any(cell_config(TABLES.get(n), "coda", 0, "rules", 1).learn.retrain for n in TABLES.names())
+
+
 def test_agents_run_background_flag_overrides_the_preset_and_is_fixed_on_resume(tmp_path) -> None:
     from agents.run import _same_as_run, make_config, parse_args
     from common.cli import UsageError
