@@ -282,10 +282,10 @@ def matched_edit(ref: FactorDef, offset: float, width: float, rng: np.random.Gen
 
 # ---- exploration variants and domain randomization -------------------------------------------------------
 def variant_sides(f: FactorDef) -> list[Any]:
-    """Where a single-factor variant can move `f`: an unseen choice (a seen one when it has none), or
-    "low"/"high" for a number."""
+    """Where a single-factor variant can move `f`: an unseen choice (a seen one when it has none, unless
+    `f.variant_pins` is off: then nowhere), or "low"/"high" for a number."""
     if f.type == "choice":
-        return list(f.ood_choices or f.choices or ())
+        return list(f.ood_choices or (f.choices if f.variant_pins else ()) or ())
     lo, hi = f.range  # type: ignore[misc]
     olo, ohi = f.ood_range or f.range  # type: ignore[misc]
     # a side with neither an OOD part nor an ID range to take a third of would move nothing

@@ -14,7 +14,7 @@ from programs.model import GenerationProgram, TrainingProgram
 from sim.factors import FactorDef
 
 FACTOR_KEYS = ("name", "group", "type", "default", "range", "ood_range", "choices", "ood_choices", "kind",
-               "hard_side", "hard_phases", "doc")
+               "hard_side", "hard_phases", "variant_pins", "doc")
 # the literal assignments a training-program file may hold, and the program fields they fill
 TRAINING_LITERALS = {"FAMILY": "family", "MODE_ID": "mode_id", "PARENT_ID": "parent_id", "ROUND": "round",
                      "DIAGNOSIS": "diagnosis", "ROLES": "roles", "BETA": "beta", "GAMMA": "gamma",

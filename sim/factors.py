@@ -8,7 +8,7 @@ import math
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
 from sim.scene import FactorGroup
 
@@ -51,7 +51,20 @@ class FactorDef(BaseModel):
     hard_side: Literal[-1, 1] | None = None
     # the phases in which `hard_side` holds (a thick peg is hard to insert, not to grasp); None: all
     hard_phases: tuple[str, ...] | None = None
+    # whether an exploration variant may pin one of its seen choices when it has no unseen one (a choice
+    # only). False for a factor whose every value an evaluation covers alike — which of a LIBERO suite's
+    # tasks a scene is: a variant pinning it spends all its scenes on one task (FINDINGS #57)
+    variant_pins: bool = True
     doc: str = ""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        """Every field, `variant_pins` only when off: a program's content hash (its id and file name) stays
+        what it was before the field existed for every factor that keeps the default."""
+        data = handler(self)
+        if self.variant_pins:
+            data.pop("variant_pins", None)
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> FactorDef:

@@ -75,3 +75,17 @@ def test_edits_of_a_point_range_factor_move_off_the_point():
     assert magnitude(height, 0.04) == (1.5, 0.0)
     assert mapped_value(count, (2, 4), get_family("articulated").factor("distractor_count"),
                         allow_ood=True) == (2, 4)
+
+
+@pytest.mark.parametrize("family", our_families())
+def test_a_variant_never_pins_a_libero_suites_task_and_draws_from_every_other_factor(family: str) -> None:
+    """FINDINGS #57: a variant that pinned which LIBERO task a scene is spent its round's scenes on one
+    item; the LIBERO families' `task` has `variant_pins` off. Every other factor of every family keeps its
+    sides, so the core families' variants are drawn as before."""
+    seed = seed_generation(family)
+    unpinned = [f.name for f in editable_factors(seed) if not variant_sides(f)]
+    assert unpinned == (["task"] if family.startswith("libero") else [])
+    if family.startswith("libero"):
+        task = seed.factor("task")
+        assert not task.variant_pins and not task.ood_choices and len(task.choices) >= 7
+        assert "variant_pins" in seed.source  # the program text carries it (FACTORS literal)

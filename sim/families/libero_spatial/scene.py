@@ -82,7 +82,7 @@ FACTORS = (
     {"name": "task", "group": "task", "type": "choice", "default": "between_plate_ramekin",
      "choices": ("between_plate_ramekin", "next_to_ramekin", "table_center", "on_cookie_box",
                  "next_to_cookie_box", "on_stove", "next_to_plate", "on_cabinet", "on_ramekin", "in_drawer"),
-     "kind": "task_kind",
+     "kind": "task_kind", "variant_pins": False,
      "doc": "which bowl goes on the plate, by its place (the suite's task; `TASKS`' keys)"},
     {"name": "wording", "group": "task", "type": "choice", "default": "bddl", "choices": ("bddl", "put"),
      "ood_choices": ("needs", "move"), "kind": "language",
