@@ -85,7 +85,7 @@ def _random_variants(deps: Deps, family: str, round_no: int, k: int, tag: str) -
     (`arms.arm_base`: the rest of the factors as the seed or domain randomization draws them)."""
     seed, base = seed_generation(family), arm_base(deps, family)
     rng = np.random.default_rng(stable_seed(deps.config.seed, round_no, family, tag))
-    factors = [f for f in editable_factors(seed) if variant_sides(f)]  # not a task a variant may not pin
+    factors = [f for f in editable_factors(seed) if variant_sides(f)]  # `variant_pins` off: never drawn
     moved = min(deps.config.variant_factors, len(factors))
     arms: dict[str, ArmPrograms] = {}
     for _ in range(20 * k):
