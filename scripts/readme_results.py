@@ -472,8 +472,8 @@ def protocol_rows(lp: dict, link: str) -> list[tuple[str, str]]:
     out = []
     paper = next(r for r in lp["paper"] if r["row"] == "CoDA (π0.5), 5 rounds")["success"]
     for suite, runs, key in PROTOCOL_RUNS:
-        rows = [(run, boot, *(libero_row(lp, f"loop `{r}`, round {k}", PROTOCOL, suite)
-                              for r, k in ((boot, 0), (run, 3)))) for run, boot in runs]
+        rows = [(run, boot, libero_row(lp, f"loop `{boot}`, round 0", PROTOCOL, suite),
+                 libero_row(lp, f"loop `{run}`, round 3", PROTOCOL, suite)) for run, boot in runs]
         shown = next((r for r in rows if r[3] is not None),
                      next((r for r in reversed(rows) if r[2] is not None), None))  # else the oldest
         if shown is None:
