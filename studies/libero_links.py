@@ -6,10 +6,11 @@ from the committed records of its runs (`docs/results/libero/loop/<run>/run_metr
         --out docs/results/findings/libero_links.md
 
 Per run: which factor each diagnosis named and its verdict (is a position failure diagnosed as the item's
-`start`, the factor LIBERO-Pro's position perturbation moves? validated?), and per round the scenes each arm
-trained on beside the demonstrations the update replays (do generated swap layouts reach the update, and in
-what share?). An arm "moves the start" when its mode's name carries a `start_` edit (exploration variants
-name their edits; a difficulty mode is named after its factor).
+`start`, the factor LIBERO-Pro's position perturbation moves? validated?), and per round the training
+scenes each arm gave the update beside the demonstrations it replays (do generated swap layouts reach the
+update, and in what share?); where the record has it (`run_trained.json`), the position factor's values
+among those scenes. An arm "moves the start" when its mode's name carries a `start_` edit (exploration
+variants name their edits; a difficulty mode is named after its factor).
 """
 
 from __future__ import annotations
@@ -32,6 +33,18 @@ def moves_start(mode: str) -> bool:
                for part in mode.split("__"))
 
 
+def training_arms(row: dict[str, Any]) -> list[tuple[str, int]]:
+    """(mode, training scenes) per slot of one round's metrics row: `generation.arms`, entries
+    "<mode>|<family>×<n>" — the scenes whose demonstrations the update took. (The row's `arms` are the
+    measurement arms, the held scenes each arm is scored on after the update; the first version of this
+    study read those, FINDINGS #50's correction.)"""
+    out = []
+    for entry in (row.get("generation") or {}).get("arms", []):
+        slot, n = entry.rsplit("×", 1)
+        out.append((slot.split("|")[0], int(n)))
+    return out
+
+
 def run_links(folder: Path) -> dict[str, Any]:
     verdicts = json.loads((folder / "run_verdicts.json").read_text())
     rows = [json.loads(line) for line in (folder / "run_metrics.jsonl").read_text().splitlines() if line]
@@ -41,15 +54,17 @@ def run_links(folder: Path) -> dict[str, Any]:
     for r in rows:
         if r["round"] == 0:
             continue
-        arms = r.get("arms", [])
+        arms = training_arms(r)
         train = r.get("train", {})
-        rounds.append({"round": r["round"], "scenes": sum(a["n"] for a in arms),
-                       "start_scenes": sum(a["n"] for a in arms if moves_start(a["mode"])),
-                       "arms": [f"{a['mode']} ×{a['n']}" for a in arms],
+        rounds.append({"round": r["round"], "scenes": sum(n for _, n in arms),
+                       "start_scenes": sum(n for mode, n in arms if moves_start(mode)),
+                       "arms": [f"{mode} ×{n}" for mode, n in arms if n],
                        "episodes": train.get("episodes"), "chunks": train.get("chunks"),
                        "demo_chunks": train.get("demo_chunks")})
+    trained = folder / "run_trained.json"  # experiments.liberopro.run writes it since FINDINGS #59
     return {"run": folder.name, "diagnoses": len(verdicts), "named": dict(named),
-            "verdicts": {f"{f}: {s}": n for (f, s), n in sorted(status.items())}, "rounds": rounds}
+            "verdicts": {f"{f}: {s}": n for (f, s), n in sorted(status.items())}, "rounds": rounds,
+            "trained": json.loads(trained.read_text()) if trained.is_file() else []}
 
 
 def markdown(runs: list[dict[str, Any]], command: str) -> str:
@@ -61,11 +76,21 @@ def markdown(runs: list[dict[str, Any]], command: str) -> str:
                     [(r["run"], r["diagnoses"], ", ".join(f"`{k}` {v}" for k, v in r["named"].items()),
                       "; ".join(f"{k} {v}" for k, v in r["verdicts"].items())) for r in runs])
     out += ["", "**What each round trained on**", ""]
-    out += md_table(("run", "round", "generated scenes", "of them moving the position factor",
+    out += md_table(("run", "round", "training scenes", "of them in an arm moving the position factor",
                      "episodes in the update", "chunks (of them replayed demonstrations)", "arms"),
                     [(r["run"], x["round"], x["scenes"], x["start_scenes"], x["episodes"],
                       f"{x['chunks']} ({x['demo_chunks']})", "; ".join(x["arms"]))
                      for r in runs for x in r["rounds"]])
+    trained = [(r["run"], t) for r in runs for t in r["trained"]]
+    if trained:
+        out += ["", "**The position factor's values among each round's training scenes** (the runs whose "
+                "record has them: every accepted training scene, whose demonstration went into the "
+                "update)", ""]
+        out += md_table(("run", "round", "training scenes", "position factor: value ×scenes", "task: items"),
+                        [(run, t["round"], t["scenes"], "; ".join(
+                            f"`{f}` " + ", ".join(f"{v} ×{n}" for v, n in t["factors"][f].items())
+                            for f in POSITION if f in t["factors"]),
+                          len(t["factors"].get("task", {}))) for run, t in trained])
     return "\n".join(out) + f"\n\nCommand: `{command}`\n"
 
 

@@ -14,7 +14,8 @@ are the earlier 5-episode evaluations, read as such; the `experiments.liberopro 
 and its round), its tasks' records in `round<k>_<perturb>_<n>ep.tasks/` as each lands: an evaluation whose
 file exists is kept, and a killed one resumes at its next task; `--commit` commits each task's record and
 each file as they land. The run's config, metrics and verdicts are copied beside them
-first (`run_config.json`, `run_metrics.jsonl`, `run_verdicts.json`). The loop never reads these suites:
+first (`run_config.json`, `run_metrics.jsonl`, `run_verdicts.json`, and `run_trained.json`: each round's
+training scenes counted by factor value). The loop never reads these suites:
 its held-out scenes are its own family's; the protocol's suites are evaluated here only.
 """
 
@@ -24,6 +25,8 @@ import json
 import shutil
 import sys
 import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +134,43 @@ def record_run(run: Path, out: Path) -> list[Path]:
                             if k in v}})
     written.append(folder / "run_verdicts.json")
     written[-1].write_text(json.dumps(verdicts, indent=1) + "\n")
+    trained = trained_scenes(run)
+    if trained:
+        written.append(folder / "run_trained.json")
+        written[-1].write_text(json.dumps(trained, indent=1) + "\n")
     return written
+
+
+def trained_scenes(run: Path) -> list[dict[str, Any]]:
+    """Per round after the bootstrap, the training scenes whose demonstrations went into that round's update
+    (each slot's accepted scenes, read from the graph's checkpoint before the round's train node), counted
+    by each factor's value: do the generated layouts LIBERO-Pro's position perturbation tests reach the
+    update? [] for a run without its trace (nothing to read)."""
+    if not (run / "trace.sqlite").is_file():
+        return []
+    from agents.graph.rundir import RunDir
+    from agents.replay import history, open_app
+
+    with open_app(RunDir(run)) as app:
+        states = {snap.values["round"]: snap.values["slots"] for snap in history(app)
+                  if snap.next == ("train",) and snap.values.get("round")}
+    return [factor_counts(r, slots, run) for r, slots in sorted(states.items())]
+
+
+def factor_counts(round_no: int, slots: Iterable[Mapping[str, Any]], run: Path) -> dict[str, Any]:
+    """One round's training scenes (its slots' `accepted` scene files, relative to `run`): how many, and
+    per factor how many took each value."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    n = 0
+    for slot in slots:
+        for scene in slot["accepted"]:
+            factors = json.loads((run / scene).read_text())["factors"]
+            n += 1
+            for group in factors.values():
+                for name, value in group.items():
+                    counts[name][str(value)] += 1
+    return {"round": round_no, "scenes": n,
+            "factors": {k: dict(sorted(c.items())) for k, c in sorted(counts.items())}}
 
 
 def main(argv: list[str] | None = None) -> int:

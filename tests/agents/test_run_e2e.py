@@ -101,6 +101,16 @@ def test_smoke_preset_end_to_end(tmp_path: Path, smoke_table: tuple[Path, Path, 
     counts = Counter(str(p.resolve()) for _, eps in round_groups(out, 1, 0.5)[1] for p in eps)
     assert new and k == round(replayed / len(new)) > 1 and all(counts[d] == k for d in new)
     assert counts.total() == sum(len(eps) for _, eps in groups) + (k - 1) * len(new)
+    # the protocol's record of a run counts each round's training scenes by factor value, from that state
+    from experiments.liberopro.run import trained_scenes
+
+    trained = trained_scenes(out)
+    accepted = [json.loads((out / sc).read_text())["factors"] for s in state["slots"] for sc in s["accepted"]]
+    assert [t["round"] for t in trained] == [1] and trained[0]["scenes"] == len(accepted) > 0
+    for group in accepted[0].values():
+        for name, value in group.items():
+            assert sum(trained[0]["factors"][name].values()) == len(accepted)
+            assert trained[0]["factors"][name][str(value)] >= 1
     readme = (ROOT / "README.md").read_text()
     example = readme.split("<!-- library-example -->\n```python\n")[1].split("```")[0]
     ran = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True,

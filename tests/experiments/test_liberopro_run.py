@@ -165,6 +165,7 @@ def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(t
                                                "episode": "episodes/round_01/roll_b.npz", "verdict": None}))
     out = tmp_path / "libero" / "loop"
     written = liberopro_run.record_run(run, out)
+    # no trace in this run directory: nothing to count its training scenes from, so no run_trained.json
     assert [p.name for p in written] == ["run_config.json", "run_metrics.jsonl", "run_verdicts.json"]
     assert json.loads(written[0].read_text()) == cfg
     assert json.loads(written[2].read_text()) == [
