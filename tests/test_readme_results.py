@@ -176,7 +176,7 @@ def test_a_suite_s_protocol_run_replaces_its_five_episode_row():
 
     mod = _script()
     lp = json.loads((ROOT / "docs/results/liberopro.json").read_text())
-    lp["ours"] = [r for r in lp["ours"] if "libero_t1" not in r["row"]]
+    lp["ours"] = [r for r in lp["ours"] if "libero_t1" not in r["row"] and "libero_r1" not in r["row"]]
     assert mod.protocol_rows(lp, "") == []
 
     def row(rnd: int, per_task: int, cells: dict) -> dict:
@@ -192,11 +192,45 @@ def test_a_suite_s_protocol_run_replaces_its_five_episode_row():
     assert "round 3: original –, position –, instruction –, task – |" in line
     assert "its bootstrap (round 0): original 240/500, position 120/500, instruction –, task –; the " \
         "paper's" in line
-    # a run on that bootstrap whose rounds retrain (`libero_r1`) takes the row once its round 3 is in
+    # a run on that bootstrap whose rounds retrain (`libero_r1`, judged at round 5) takes the row once its
+    # round 3 is in, said to be a report; its round 5 replaces that
     lp["ours"] += [{**row(3, 50, {"none": 250, "position": 200}), "row": "loop `libero_r1`, round 3"}]
     (suite, line), = mod.protocol_rows(lp, "")
-    assert "the loop's `libero_r1`, round 3: original 250/500, position 200/500, instruction –" in line
+    assert ("the loop's `libero_r1`, round 3 (a report; judged at round 5): original 250/500, position "
+            "200/500, instruction –") in line
     assert "its bootstrap (`libero_t1`'s round 0): original 240/500, position 120/500" in line
+    lp["ours"] += [{**row(5, 50, {"position": 210}), "row": "loop `libero_r1`, round 5"}]
+    (suite, line), = mod.protocol_rows(lp, "")
+    assert "the loop's `libero_r1`, round 5: original –, position 210/500, instruction –" in line
+
+
+def test_the_libero_sentence_reads_position_from_the_shown_protocol_run(tmp_path: Path):
+    """The headline's LIBERO-Pro sentence: the shown run's round − its bootstrap under position, both
+    intervals, a gain called shown only where both lie above 0, and issue #41's +20 pp the same way."""
+    import json
+
+    mod = _script()
+    assert mod.libero_sentence(tmp_path) == ("On LIBERO-Pro no loop round is evaluated under position at the "
+                                             "protocol's size yet. ")
+
+    def evaluation(run: str, rnd: int, successes: list[int]) -> None:
+        folder = tmp_path / "libero" / "loop" / run
+        folder.mkdir(parents=True, exist_ok=True)
+        tasks = [{"name": f"t{i}", "episodes": 50, "successes": k} for i, k in enumerate(successes)]
+        (folder / f"round{rnd}_position_50ep.json").write_text(json.dumps(
+            {"suite": "libero_object_swap", "episodes_per_task": 50, "tasks_run": tasks}))
+
+    evaluation("libero_t1", 0, [10] * 10)
+    evaluation("libero_r1", 3, [30, 31, 29, 30, 32, 28, 30, 31, 29, 30])
+    said = mod.libero_sentence(tmp_path)
+    assert said.startswith("Under LIBERO-Pro's position perturbation (50 episodes per task), on "
+                           "`libero_object` `libero_r1`'s round 3 (a report; judged at round 5) − its "
+                           "bootstrap is +40.0 pp (95 % intervals over episodes [")
+    assert said.endswith("a gain shown, issue #41's +20 pp shown. ")
+    evaluation("libero_r1", 5, [10, 12, 9, 11, 10, 10, 9, 11, 10, 10])
+    said = mod.libero_sentence(tmp_path)
+    assert "`libero_r1`'s round 5 − its bootstrap is +0.4 pp" in said
+    assert said.endswith("a gain not shown, issue #41's +20 pp measured not to hold. ")
 
 
 def test_the_dr_sentence_reads_the_never_read_set(tmp_path: Path):
