@@ -27,18 +27,23 @@ def _one_noisy_try(monkeypatch: pytest.MonkeyPatch) -> None:
                                                                                      demo_tries=1))
 
 
-@pytest.mark.slow  # ~2 min; covered by `python -m agents.run --preset libero --llm rules` (docs/libero.md)
+@pytest.mark.slow  # ~2 min each; covered by `python -m agents.run --preset P --llm rules` (docs/libero.md)
 @pytest.mark.integration
-def test_one_round_of_the_loop_runs_in_libero(tmp_path: Path) -> None:
+@pytest.mark.parametrize("preset", ["libero", "libero_goal"])
+def test_one_round_of_the_loop_runs_in_libero(tmp_path: Path, preset: str) -> None:
+    """One retraining round (the presets' `learn.retrain`) on `libero_object` and on `libero_goal`, whose
+    drawer goal and pick-place goals share one seed training program."""
+    base = get_preset(preset)
     cfg = dataclasses.replace(
-        get_preset("libero"), llm="rules", rounds=1, budget=2, seed_demos=2, oversample=1.0, variants=1,
+        base, llm="rules", rounds=1, budget=2, seed_demos=2, oversample=1.0, variants=1,
         diagnose_max=1, verify_n=1, eval_id=1, eval_ood=1, rollout_max_steps=40, workers=0,
-        learn=get_preset("smoke").learn)
+        learn=dataclasses.replace(get_preset("smoke").learn, retrain=base.learn.retrain))
     with open_deps(cfg, tmp_path / "run") as deps:
         final = run_graph(deps)
         root = deps.run.root
     assert final["round"] == 1
-    demos = [Episode.load(root / d) for d in final["demo_history"]["libero_object"]]
+    family = base.families[0]
+    demos = [Episode.load(root / d) for d in final["demo_history"][family]]
     assert demos and all(d.success and d.scene.libero is not None for d in demos)
     assert all(d.policy.startswith("expert") for d in demos)
     rows = read_metrics(root / "metrics.jsonl")
@@ -53,3 +58,5 @@ def test_one_round_of_the_loop_runs_in_libero(tmp_path: Path) -> None:
     scenes = sorted((root / "scenes" / "round_01").glob("*.json"))
     assert scenes and all('"libero"' in p.read_text() for p in scenes)
     assert (root / "policy" / "round_01.safetensors").exists() and (root / "report.html").exists()
+    assert row["train"].get("retrain") is True  # the round retrained on every demonstration so far
+    assert row["train"]["demos"] == len(demos)
