@@ -14,6 +14,10 @@ not measured, never 0.
 Rows are kept apart by episodes per task, as each file records it: the main table holds the protocol's 50
 per task (init states 0–49); the evaluations made before it (5 per task, 10 for the scripted expert) stay in
 their own table below it, labelled, never mixed into a protocol row.
+
+Beneath each suite's protocol table, every later round (and the position oracle) against the bootstrap it
+started from, per perturbation both files have: the difference, its 95 % intervals over episodes and over
+tasks (`experiments.liberopro.compare`) and issue #41's target where it sets one.
 """
 
 from __future__ import annotations
@@ -37,6 +41,12 @@ SUFFIX = {"_swap": "position", "_lan": "instruction", "_task": "task", "_object"
 # so, and the wall clock counts the other run's round 0
 BOOTSTRAP_FROM = {"libero_s36": ("libero_s35", "copied"), "libero_s37": ("libero_s35", "copied"),
                   "libero_r1": ("libero_t1", "forked")}
+
+# Issue #41's targets, against the bootstrap's round 0 in pp (task: reported, no target)
+TARGETS = {"position": 20.0, "none": -5.0, "instruction": -5.0}
+# Policies outside a loop compared with a loop's bootstrap: (row label prefix, its files' folder and name
+# before `_<perturb>_50ep.json`, the loop run whose round 0 it started from)
+AGAINST_BOOTSTRAP = (("position oracle", "position_oracle/sft_seed_swap256", "libero_t1"),)
 
 # (suite, row label, what it is, files under docs/results/libero/ in the order they are read; later files
 # add perturbations, never overwrite one)
@@ -138,7 +148,43 @@ def build(libero: Path) -> dict[str, Any]:
                   "sources": sources, "cells": got}
                  for per_task, (sources, got) in sorted(sized.items(), reverse=True)]
     rows += loop_rows(libero / "loop")
-    return {"ours": rows, "paper": [{"row": r, "success": s} for r, s in PAPER]}
+    return {"ours": rows, "against_bootstrap": against_bootstrap(libero),
+            "paper": [{"row": r, "success": s} for r, s in PAPER]}
+
+
+def against_bootstrap(libero: Path) -> list[dict[str, Any]]:
+    """Each loop run's later rounds at the protocol's size, and the policies of `AGAINST_BOOTSTRAP`,
+    against the round 0 of the run they started from (`BOOTSTRAP_FROM`, else their own), per perturbation
+    both have: `experiments.liberopro.compare`'s difference and intervals, the target's verdict."""
+    from experiments.liberopro.compare import compare, read, verdict
+
+    loop = libero / "loop"
+    pairs = []  # (row, against, perturbation, base file, other file)
+    for path in sorted(loop.glob(f"*/round*_*_{PROTOCOL}ep.json")):
+        run, (head, perturb) = path.parent.name, path.stem.split("_")[:2]
+        rnd = int(head[len("round"):])
+        boot = BOOTSTRAP_FROM.get(run, (run,))[0]
+        if rnd > 0:
+            pairs.append((f"loop `{run}`, round {rnd}", boot, perturb, loop / boot / f"round0_{perturb}_"
+                          f"{PROTOCOL}ep.json", path))
+    for label, stem, boot in AGAINST_BOOTSTRAP:
+        for path in sorted(libero.glob(f"{stem}_*_{PROTOCOL}ep.json")):
+            perturb = path.stem[len(Path(stem).name) + 1:].split("_")[0]
+            pairs.append((label, boot, perturb, loop / boot / f"round0_{perturb}_{PROTOCOL}ep.json", path))
+    out = []
+    for row, boot, perturb, base, other in pairs:
+        if not base.is_file():
+            continue
+        r = compare(read(base), read(other))
+        suite = max((s for s in SUITES if r["suite"].startswith(s)), key=len)
+        target = TARGETS.get(perturb)
+        out.append({"row": row, "suite": suite, "against": f"`{boot}` round 0", "perturb": perturb,
+                    "base": str(base.relative_to(libero)), "other": str(other.relative_to(libero)),
+                    "diff_pp": r["diff_pp"], "over_episodes": r["over_episodes"]["interval_pp"],
+                    "over_tasks": r["over_tasks"]["interval_pp"], "target_pp": target,
+                    "verdict": verdict(r, target) if target is not None else "reported"})
+    order = {p: i for i, p in enumerate(PERTURBS)}
+    return sorted(out, key=lambda x: (x["suite"], x["row"], order[x["perturb"]]))
 
 
 def loop_rows(folder: Path) -> list[dict[str, Any]]:
@@ -265,6 +311,7 @@ def _suite(table: dict[str, Any], suite: str) -> list[str]:
         lines += ["", f"One evaluation at this size (one perturbation, every task's {PROTOCOL} episodes) "
                   f"took {span} min of wall time here ({len(walls)} of them; each file's `wall_s`, with the "
                   "workers and the machine's load it ran under)."]
+    lines += _against(table, suite)
     lines += ["", f"Protocol: `python -m experiments.liberopro --suite {suite} --perturb P --policy POLICY "
               f"--out FILE` — {PROTOCOL} episodes per task from init states 0–{PROTOCOL - 1} of each "
               f"(perturbed) suite's own file, the instruction read from its BDDL, {MAX_STEPS[suite]} steps; "
@@ -274,6 +321,31 @@ def _suite(table: dict[str, Any], suite: str) -> list[str]:
         sizes = " or ".join(str(n) for n in sorted({r["episodes_per_task"] for r in before}))
         lines += [f"### {suite}: {sizes} episodes per task (before the protocol's {PROTOCOL})", "",
                   *_rows(before, True), "", BEFORE, ""]
+    return lines
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.1f}".replace("-", "−")
+
+
+def _against(table: dict[str, Any], suite: str) -> list[str]:
+    """The suite's rows of `against_bootstrap` as a table (nothing when it has none)."""
+    rows = [r for r in table.get("against_bootstrap", []) if r["suite"] == suite]
+    if not rows:
+        return []
+    lines = ["", "**Against the bootstrap** — issue #41's targets: position ≥ +20 pp, original and "
+             "instruction ≥ −5 pp, task reported; a target is shown when both 95 % intervals lie at or above "
+             "it, measured not to hold when both lie below it (`python -m experiments.liberopro.compare BASE "
+             "OTHER --at-least T` gives each row with its per-task table):", "",
+             "| policy | against | perturbation | difference (pp) | 95 % over episodes | 95 % over tasks "
+             "| target |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        target = "reported" if r["target_pp"] is None else (
+            f"≥ {r['target_pp']:+g}: {r['verdict']}".replace("-", "−"))
+        span = [f"[{_signed(lo)}, {_signed(hi)}]" for lo, hi in (r["over_episodes"], r["over_tasks"])]
+        name = "original" if r["perturb"] == "none" else r["perturb"]
+        lines.append(f"| {r['row']} | {r['against']} | {name} | {_signed(r['diff_pp'])} | {span[0]} | "
+                     f"{span[1]} | {target} |")
     return lines
 
 

@@ -64,3 +64,40 @@ def test_protocol_rows_and_earlier_smaller_ones_are_kept_apart(tmp_path):
     assert "56 %" not in main and "8 % (40/500)" not in before.split("## Ours: libero_spatial")[0]
     assert "took 25–45 min of wall time here (2 of them;" in main  # the protocol's files only
     assert "No evaluation at the protocol's size yet." in md.split("## Ours: libero_spatial")[1]
+
+
+def test_each_later_round_and_the_oracle_face_the_bootstrap_they_started_from(tmp_path, monkeypatch):
+    """Issue #41's targets under each suite's protocol table: a round > 0 against its run's round 0 (or, for
+    a run on another's bootstrap, that run's), the oracle against `libero_t1`'s; a perturbation with no
+    bootstrap file has no row; task is reported, with no target."""
+    from experiments.liberopro import table as tbl
+
+    loop = tmp_path / "libero" / "loop"
+
+    def evaluation(path, successes, suite="libero_object_swap"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tasks = [{"name": f"t{i}", "episodes": 50, "successes": k} for i, k in enumerate(successes)]
+        path.write_text(json.dumps({"suite": suite, "episodes": 500, "successes": sum(successes),
+                                    "episodes_per_task": 50, "tasks_run": tasks}))
+
+    evaluation(loop / "libero_p" / "round0_position_50ep.json", [10] * 10)
+    evaluation(loop / "libero_p" / "round0_task_50ep.json", [5] * 10, "libero_object_task")
+    evaluation(loop / "libero_x" / "round5_position_50ep.json", [30, 31, 29, 30, 32, 28, 30, 31, 29, 30])
+    evaluation(loop / "libero_x" / "round5_task_50ep.json", [6] * 10, "libero_object_task")
+    evaluation(loop / "libero_x" / "round5_none_50ep.json", [20] * 10, "libero_object")  # no bootstrap file
+    evaluation(tmp_path / "libero" / "oracle" / "o256_position_50ep.json", [11] * 10)
+    monkeypatch.setattr(tbl, "BOOTSTRAP_FROM", {"libero_x": ("libero_p", "forked")})
+    monkeypatch.setattr(tbl, "AGAINST_BOOTSTRAP", (("position oracle", "oracle/o256", "libero_p"),))
+    table = tbl.build(tmp_path / "libero")
+    got = {(r["row"], r["perturb"]): r for r in table["against_bootstrap"]}
+    assert set(got) == {("loop `libero_x`, round 5", "position"), ("loop `libero_x`, round 5", "task"),
+                        ("position oracle", "position")}
+    x = got[("loop `libero_x`, round 5", "position")]
+    assert x["against"] == "`libero_p` round 0" and x["diff_pp"] == pytest.approx(40.0)
+    assert x["verdict"] == "shown" and x["target_pp"] == 20.0
+    assert got[("position oracle", "position")]["verdict"] == "measured not to hold"
+    assert got[("loop `libero_x`, round 5", "task")]["verdict"] == "reported"
+    md = tbl.markdown(table, "cmd")
+    assert "| loop `libero_x`, round 5 | `libero_p` round 0 | position | +40.0 | [" in md
+    assert "| position oracle | `libero_p` round 0 | position | +2.0 | [" in md
+    assert md.count("≥ +20: ") == 2 and "| reported |" in md
