@@ -473,19 +473,14 @@ def position_gain(base: Path, other: Path) -> str:
     """`other` − `base` in pp with its intervals, whether a gain is shown and whether issue #41's +20 is."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from experiments.liberopro.compare import compare, read, verdict
+    from experiments.liberopro.compare import compare, pp, read, verdict
 
     r = compare(read(base), read(other))
     lo_e, hi_e = r["over_episodes"]["interval_pp"]
     lo_t, hi_t = r["over_tasks"]["interval_pp"]
-    return (f"{signed(r['diff_pp'])} pp (95 % intervals over episodes [{signed(lo_e)}, {signed(hi_e)}], over "
-            f"tasks [{signed(lo_t)}, {signed(hi_t)}]): a gain {verdict(r, 0)}, issue #41's +20 pp "
+    return (f"{pp(r['diff_pp'])} pp (95 % intervals over episodes [{pp(lo_e)}, {pp(hi_e)}], over "
+            f"tasks [{pp(lo_t)}, {pp(hi_t)}]): a gain {verdict(r, 0)}, issue #41's +20 pp "
             f"{verdict(r, 20)}")
-
-
-def signed(x: float) -> str:
-    """One decimal with its sign, a typographic minus."""
-    return f"{x:+.1f}".replace("-", "−")
 
 
 # The loop runs evaluated at the protocol's size (issue #41), per suite: (suite, its runs newest first as

@@ -324,12 +324,10 @@ def _suite(table: dict[str, Any], suite: str) -> list[str]:
     return lines
 
 
-def _signed(x: float) -> str:
-    return f"{x:+.1f}".replace("-", "−")
-
-
 def _against(table: dict[str, Any], suite: str) -> list[str]:
     """The suite's rows of `against_bootstrap` as a table (nothing when it has none)."""
+    from experiments.liberopro.compare import pp
+
     rows = [r for r in table.get("against_bootstrap", []) if r["suite"] == suite]
     if not rows:
         return []
@@ -342,9 +340,9 @@ def _against(table: dict[str, Any], suite: str) -> list[str]:
     for r in rows:
         target = "reported" if r["target_pp"] is None else (
             f"≥ {r['target_pp']:+g}: {r['verdict']}".replace("-", "−"))
-        span = [f"[{_signed(lo)}, {_signed(hi)}]" for lo, hi in (r["over_episodes"], r["over_tasks"])]
+        span = [f"[{pp(lo)}, {pp(hi)}]" for lo, hi in (r["over_episodes"], r["over_tasks"])]
         name = "original" if r["perturb"] == "none" else r["perturb"]
-        lines.append(f"| {r['row']} | {r['against']} | {name} | {_signed(r['diff_pp'])} | {span[0]} | "
+        lines.append(f"| {r['row']} | {r['against']} | {name} | {pp(r['diff_pp'])} | {span[0]} | "
                      f"{span[1]} | {target} |")
     return lines
 
