@@ -26,6 +26,7 @@ from common.markdown import md_table
 
 LOOP = Path(__file__).resolve().parents[1] / "docs" / "results" / "libero" / "loop"
 POSITION = ("start", "plate")  # the factor LIBERO-Pro's position perturbation moves, per family
+RETRAINED = "all: a retraining round"  # FINDINGS #56: the round's update is SFT on demonstrations only
 
 
 def moves_start(mode: str) -> bool:
@@ -59,7 +60,8 @@ def run_links(folder: Path) -> dict[str, Any]:
         rounds.append({"round": r["round"], "scenes": sum(n for _, n in arms),
                        "start_scenes": sum(n for mode, n in arms if moves_start(mode)),
                        "arms": [f"{mode} ×{n}" for mode, n in arms if n],
-                       "episodes": train.get("episodes"), "chunks": train.get("chunks"),
+                       # a retraining round (FINDINGS #56) trains on demonstrations only: `demos`
+                       "episodes": train.get("episodes", train.get("demos")), "chunks": train.get("chunks"),
                        "demo_chunks": train.get("demo_chunks")})
     trained = folder / "run_trained.json"  # experiments.liberopro.run writes it since FINDINGS #59
     return {"run": folder.name, "diagnoses": len(verdicts), "named": dict(named),
@@ -79,7 +81,8 @@ def markdown(runs: list[dict[str, Any]], command: str) -> str:
     out += md_table(("run", "round", "training scenes", "of them in an arm moving the position factor",
                      "episodes in the update", "chunks (of them replayed demonstrations)", "arms"),
                     [(r["run"], x["round"], x["scenes"], x["start_scenes"], x["episodes"],
-                      f"{x['chunks']} ({x['demo_chunks']})", "; ".join(x["arms"]))
+                      f"{x['chunks']} ({x['demo_chunks'] if x['demo_chunks'] is not None else RETRAINED})",
+                      "; ".join(x["arms"]))
                      for r in runs for x in r["rounds"]])
     trained = [(r["run"], t) for r in runs for t in r["trained"]]
     if trained:
