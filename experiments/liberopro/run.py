@@ -159,18 +159,22 @@ def trained_scenes(run: Path) -> list[dict[str, Any]]:
 
 def factor_counts(round_no: int, slots: Iterable[Mapping[str, Any]], run: Path) -> dict[str, Any]:
     """One round's training scenes (its slots' `accepted` scene files, relative to `run`): how many, and
-    per factor how many took each value."""
+    per factor how many took each value. A scene file gone from the run directory is counted as missing,
+    not guessed at, and does not stop the evaluation this record sits beside."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
-    n = 0
+    n, missing = 0, 0
     for slot in slots:
         for scene in slot["accepted"]:
-            factors = json.loads((run / scene).read_text())["factors"]
             n += 1
-            for group in factors.values():
+            if not (run / scene).is_file():
+                missing += 1
+                continue
+            for group in json.loads((run / scene).read_text())["factors"].values():
                 for name, value in group.items():
                     counts[name][str(value)] += 1
-    return {"round": round_no, "scenes": n,
-            "factors": {k: dict(sorted(c.items())) for k, c in sorted(counts.items())}}
+    out = {"round": round_no, "scenes": n,
+           "factors": {k: dict(sorted(c.items())) for k, c in sorted(counts.items())}}
+    return {**out, "missing_scene_files": missing} if missing else out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -225,3 +225,13 @@ def test_a_bootstrap_resumed_part_way_has_no_wall_clock(tmp_path):
     assert whole["loop_wall_s"] == 622.0 and "not known" not in whole["what"]
     assert resumed["loop_wall_s"] is None
     assert "its bootstrap was resumed after a kill, so the loop's wall clock is not known" in resumed["what"]
+
+
+def test_a_training_scene_file_gone_from_the_run_is_counted_missing_not_guessed(tmp_path):
+    (tmp_path / "scenes").mkdir()
+    (tmp_path / "scenes" / "a.json").write_text(json.dumps(
+        {"factors": {"spatial": {"start": "swap2", "shift": "none"}, "task": {"task": "milk"}}}))
+    slots = [{"accepted": ["scenes/a.json", "scenes/gone.json"]}]
+    assert liberopro_run.factor_counts(2, slots, tmp_path) == {
+        "round": 2, "scenes": 2, "missing_scene_files": 1,
+        "factors": {"shift": {"none": 1}, "start": {"swap2": 1}, "task": {"milk": 1}}}
