@@ -66,6 +66,16 @@ def history(app: Any) -> list[Any]:
     return line[::-1]
 
 
+def node_states(app: Any, node: str) -> dict[int, dict[str, Any]]:
+    """round → the graph state `node` of that round was given (the first checkpoint before it on the run's
+    line), for every round that reached it."""
+    states: dict[int, dict[str, Any]] = {}
+    for snap in history(app):
+        if snap.next == (node,) and "round" in snap.values:
+            states.setdefault(snap.values["round"], dict(snap.values))
+    return states
+
+
 def node_inputs(run: Path, round_no: int, node: str = "train") -> tuple[RunConfig, dict[str, Any]]:
     """(the run's config, the graph state `node` of round `round_no` was given), from the checkpoints:
     what a diagnostic needs to redo that step of a finished run."""
@@ -73,10 +83,11 @@ def node_inputs(run: Path, round_no: int, node: str = "train") -> tuple[RunConfi
 
     rd = RunDir(run)
     with open_app(rd) as app:
-        for snap in history(app):
-            if snap.next == (node,) and snap.values.get("round") == round_no:
-                return read_config_file(rd.config, "config.json"), dict(snap.values)
-    raise ValueError(f"{run}: no checkpoint before round {round_no}'s {node} node (did the run reach it?)")
+        state = node_states(app, node).get(round_no)
+    if state is None:
+        raise ValueError(f"{run}: no checkpoint before round {round_no}'s {node} node (did the run reach "
+                         "it?)")
+    return read_config_file(rd.config, "config.json"), state
 
 
 def _find(snaps: list[Any], key: str) -> tuple[Any, Any | None]:

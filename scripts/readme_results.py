@@ -453,19 +453,22 @@ def libero_sentence(results: Path) -> str:
     must not cost: per suite, its shown protocol run's round (as `protocol_rows` picks it) − its bootstrap's
     round 0, with both 95 % intervals (`experiments.liberopro.compare`: a difference shown only where both lie
     at or above it) against issue #41's targets (position +20 pp, original −5 pp)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from experiments.liberopro.run import evaluation_file
+
     folder = results / "libero" / "loop"
     said = []
     for suite, runs, _ in PROTOCOL_RUNS:
         for run, boot, judged in runs:
             k = next((k for k in (judged, 3)
-                      if (folder / run / f"round{k}_position_{PROTOCOL}ep.json").is_file()), None)
-            base = folder / boot / f"round0_position_{PROTOCOL}ep.json"
+                      if evaluation_file(folder / run, k, "position", PROTOCOL).is_file()), None)
+            base = evaluation_file(folder / boot, 0, "position", PROTOCOL)
             if k is None or not base.is_file():
                 continue
-            which = f"round {k}" if k == judged else f"round {k} (a report; judged at round {judged})"
-            text = f"on `{suite}` `{run}`'s {which} − its bootstrap is " + gain(
-                base, folder / run / f"round{k}_position_{PROTOCOL}ep.json", 20)
-            none = [folder / r / f"round{n}_none_{PROTOCOL}ep.json" for r, n in ((boot, 0), (run, k))]
+            text = f"on `{suite}` `{run}`'s {round_label(k, judged)} − its bootstrap is " + gain(
+                base, evaluation_file(folder / run, k, "position", PROTOCOL), 20)
+            none = [evaluation_file(folder / r, n, "none", PROTOCOL) for r, n in ((boot, 0), (run, k))]
             if all(p.is_file() for p in none):
                 text += ", and on the original suite " + gain(*none, -5)
             said.append(text)
@@ -475,10 +478,13 @@ def libero_sentence(results: Path) -> str:
     return f"Under LIBERO-Pro's position perturbation ({PROTOCOL} episodes per task), {'; '.join(said)}. "
 
 
+def round_label(k: int, judged: int) -> str:
+    """`round k`, said to be a report when it is not the round the run is judged at."""
+    return f"round {k}" if k == judged else f"round {k} (a report; judged at round {judged})"
+
+
 def gain(base: Path, other: Path, target: float) -> str:
     """`other` − `base` in pp with its intervals, and whether issue #41's `target` (pp) is shown."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     from experiments.liberopro.compare import compare, pp, read, verdict
 
     r = compare(read(base), read(other))
@@ -528,10 +534,9 @@ def protocol_rows(lp: dict, link: str) -> list[tuple[str, str]]:
         pos, task = (f"{100 * paper[key][p]:.0f} %" for p in ("position", "task")) if key else ("", "")
         theirs = f"; the paper's CoDA (π0.5, 5 rounds, theirs): position {pos}, task {task}" if key else ""
         whose = "its bootstrap (round 0)" if boot == run else f"its bootstrap (`{boot}`'s round 0)"
-        which = f"round {k}" if k == judged else f"round {k} (a report; judged at round {judged})"
         out.append((suite, f"| [LIBERO-Pro]({link}liberopro.md) `{suite}` by the protocol ({PROTOCOL} "
                     f"episodes per task, init states 0–{PROTOCOL - 1}): successes; privileged state, not "
-                    f"images | the loop's `{run}`, {which}: {of_n(rk)} | {whose}: "
+                    f"images | the loop's `{run}`, {round_label(k, judged)}: {of_n(rk)} | {whose}: "
                     f"{of_n(r0)}{theirs} |"))
     return out
 

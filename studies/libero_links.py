@@ -39,11 +39,9 @@ def training_arms(row: dict[str, Any]) -> list[tuple[str, int]]:
     "<mode>|<family>×<n>" — the scenes whose demonstrations the update took. (The row's `arms` are the
     measurement arms, the held scenes each arm is scored on after the update; the first version of this
     study read those, FINDINGS #50's correction.)"""
-    out = []
-    for entry in (row.get("generation") or {}).get("arms", []):
-        slot, n = entry.rsplit("×", 1)
-        out.append((slot.split("|")[0], int(n)))
-    return out
+    from experiments.table.stats import slot_counts
+
+    return slot_counts((row.get("generation") or {}).get("arms", []))
 
 
 def run_links(folder: Path) -> dict[str, Any]:

@@ -149,12 +149,11 @@ def trained_scenes(run: Path) -> list[dict[str, Any]]:
     if not (run / "trace.sqlite").is_file():
         return []
     from agents.graph.rundir import RunDir
-    from agents.replay import history, open_app
+    from agents.replay import node_states, open_app
 
     with open_app(RunDir(run)) as app:
-        states = {snap.values["round"]: snap.values["slots"] for snap in history(app)
-                  if snap.next == ("train",) and snap.values.get("round")}
-    return [factor_counts(r, slots, run) for r, slots in sorted(states.items())]
+        states = node_states(app, "train")
+    return [factor_counts(r, s["slots"], run) for r, s in sorted(states.items()) if r > 0]
 
 
 def factor_counts(round_no: int, slots: Iterable[Mapping[str, Any]], run: Path) -> dict[str, Any]:

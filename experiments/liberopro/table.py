@@ -157,6 +157,7 @@ def against_bootstrap(libero: Path) -> list[dict[str, Any]]:
     against the round 0 of the run they started from (`BOOTSTRAP_FROM`, else their own), per perturbation
     both have: `experiments.liberopro.compare`'s difference and intervals, the target's verdict."""
     from experiments.liberopro.compare import compare, read, verdict
+    from experiments.liberopro.run import evaluation_file
 
     loop = libero / "loop"
     pairs = []  # (row, against, perturbation, base file, other file)
@@ -165,12 +166,12 @@ def against_bootstrap(libero: Path) -> list[dict[str, Any]]:
         rnd = int(head[len("round"):])
         boot = BOOTSTRAP_FROM.get(run, (run,))[0]
         if rnd > 0:
-            pairs.append((f"loop `{run}`, round {rnd}", boot, perturb, loop / boot / f"round0_{perturb}_"
-                          f"{PROTOCOL}ep.json", path))
+            pairs.append((f"loop `{run}`, round {rnd}", boot, perturb,
+                          evaluation_file(loop / boot, 0, perturb, PROTOCOL), path))
     for label, stem, boot in AGAINST_BOOTSTRAP:
         for path in sorted(libero.glob(f"{stem}_*_{PROTOCOL}ep.json")):
             perturb = path.stem[len(Path(stem).name) + 1:].split("_")[0]
-            pairs.append((label, boot, perturb, loop / boot / f"round0_{perturb}_{PROTOCOL}ep.json", path))
+            pairs.append((label, boot, perturb, evaluation_file(loop / boot, 0, perturb, PROTOCOL), path))
     out = []
     for row, boot, perturb, base, other in pairs:
         if not base.is_file():

@@ -39,6 +39,12 @@ def mean_se(xs: Sequence[float]) -> dict[str, float] | None:
     return {"mean": round(mean, 2), "se": round(se, 2)}
 
 
+def slot_counts(arms: Sequence[str]) -> list[tuple[str, int]]:
+    """(mode, training scenes) of a round's recorded slots, "<mode>|<family>×<n>" each (the `arms` the
+    report node writes into a round's metrics, `generation.arms`)."""
+    return [(a.split("|")[0], int(a.rsplit("×", 1)[1])) for a in arms]
+
+
 def mode_budget_share(cell: dict[str, Any]) -> float | None:
     """% of the cell's training scenes (over its rounds) allotted to difficulty modes — arms that are neither
     the seed distribution, domain randomization nor an exploration variant (`var_*`); None when the cell did
@@ -46,7 +52,7 @@ def mode_budget_share(cell: dict[str, Any]) -> float | None:
     arms = [a for r in cell.get("memory_per_round", {}).values() for a in r.get("arms", [])]
     if not arms:
         return None
-    counts = [(a.split("|")[0], int(a.rsplit("×", 1)[1])) for a in arms]
+    counts = slot_counts(arms)
     total = sum(n for _, n in counts)
     on_modes = sum(n for m, n in counts if m not in ("seed", "dr") and not m.startswith("var_"))
     return 100.0 * on_modes / total if total else None
