@@ -81,6 +81,11 @@ class LearnConfig:
     # potential then weighs nothing: the round's scenes are what the method chooses. Costs a bootstrap's
     # SFT a round
     retrain: bool = False
+    # with `retrain`, how many SFT steps a round's retraining takes: "fixed", the bootstrap's `sft_steps`
+    # whatever the data (each demonstration seen less often as rounds add them), or "scaled", `sft_steps`
+    # times the demonstrations over the bootstrap's, so each is seen about as often as in the bootstrap
+    # (`trainer.retrain_steps`)
+    retrain_steps: Literal["fixed", "scaled"] = "fixed"
     # a checkpoint to start from instead of a fresh network (the "pretrained" policy of zero-shot)
     init_policy: str | None = None
     # where training runs — the bootstrap SFT, each round's update and its chunk critics: cpu, cuda, cuda:N

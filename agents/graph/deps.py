@@ -46,8 +46,8 @@ class Trainer(Protocol):
         """The untrained starting policy (zero-shot) → `out`."""
         ...
 
-    def bootstrap(self, demos: Sequence[Path], out: Path) -> dict[str, Any]:
-        """SFT on seed demonstrations → `out`."""
+    def bootstrap(self, demos: Sequence[Path], out: Path, steps: int | None = None) -> dict[str, Any]:
+        """SFT on seed demonstrations → `out` (`steps` in place of the config's `sft_steps`)."""
         ...
 
     def finetune(self, policy: Path, demos: Sequence[Path], out: Path) -> dict[str, Any]:

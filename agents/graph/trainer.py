@@ -75,12 +75,13 @@ class PolicyTrainer:
         policy.save(out)
         return {"init": "fresh"}
 
-    def bootstrap(self, demos: Sequence[Path], out: Path) -> dict[str, Any]:
-        """SFT on the seed demonstrations (from `init_policy` when given, else from scratch); with
-        `sft_steps` = 0, `init_policy` as given."""
+    def bootstrap(self, demos: Sequence[Path], out: Path, steps: int | None = None) -> dict[str, Any]:
+        """SFT on the seed demonstrations (from `init_policy` when given, else from scratch) for `steps`
+        (default `sft_steps`); with `sft_steps` = 0, `init_policy` as given."""
         self._threads()
         from coda_policy.registry import load_policy, make_policy
 
+        steps = self.config.sft_steps if steps is None else steps
         if self.config.sft_steps == 0:
             return {**self.initial(demos, out), "sft_steps": 0}
         if self.config.init_policy:
@@ -90,9 +91,9 @@ class PolicyTrainer:
             policy = make_policy(self.config.policy)
             data = self._data(policy, demos)
             policy.set_stats(data.stats)
-        speed = self._sft(policy, data, self.config.sft_steps)
+        speed = self._sft(policy, data, steps)
         policy.save(out)
-        return {"sft_steps": self.config.sft_steps, "demos": data.episodes, "chunks": data.chunks,
+        return {"sft_steps": steps, "demos": data.episodes, "chunks": data.chunks,
                 "train_s": round(speed["train_s"], 2)}
 
     def finetune(self, policy_path: Path, demos: Sequence[Path], out: Path) -> dict[str, Any]:
@@ -191,6 +192,15 @@ def save_chunk_weights(policy_path: Path, sources: Sequence[str], chunks: Any, w
                  demo=np.asarray(chunks.demo, bool))
     tmp.replace(path)
     return path
+
+
+def retrain_steps(sft_steps: int, demos: int, bootstrap_demos: int) -> int:
+    """SFT steps of a retraining on `demos` demonstrations that sees each about as often as the bootstrap's
+    `sft_steps` saw its `bootstrap_demos` (`LearnConfig.retrain_steps` "scaled"); never fewer than
+    `sft_steps`."""
+    if bootstrap_demos < 1:
+        raise ValueError(f"retrain_steps: the bootstrap had {bootstrap_demos} demonstrations")
+    return max(sft_steps, round(sft_steps * demos / bootstrap_demos))
 
 
 def finetune_warmup(steps: int) -> int:

@@ -60,8 +60,8 @@ class FakeTrainer:
         self.calls.append(("initial", len(demos)))
         return self._write(out, self.limit)
 
-    def bootstrap(self, demos: Sequence[Path], out: Path) -> dict[str, Any]:
-        self.calls.append(("bootstrap", len(demos)))
+    def bootstrap(self, demos: Sequence[Path], out: Path, steps: int | None = None) -> dict[str, Any]:
+        self.calls.append(("bootstrap", len(demos)) if steps is None else ("bootstrap", len(demos), steps))
         return self._write(out, self.limit)
 
     def finetune(self, policy: Path, demos: Sequence[Path], out: Path) -> dict[str, Any]:

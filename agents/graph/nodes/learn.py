@@ -21,6 +21,7 @@ from agents.graph.nodes.rollout import outcomes, scene_id
 from agents.graph.nodes.work import generate_scenes, run_policy, stable_seed, validate_scenes
 from agents.graph.rundir import read_json, write_json
 from agents.graph.state import RoundState
+from agents.graph.trainer import retrain_steps
 
 
 def _finished(deps: Deps, round_no: int) -> dict[str, Any] | None:
@@ -98,7 +99,8 @@ def bootstrap(state: RoundState, deps: Deps) -> dict[str, Any]:
         paths = [deps.run.abs(p) for p in demos]
         made = deps.trainer.bootstrap(paths, out) if cfg.method_config.bootstrap_sft else \
             deps.trainer.initial(paths, out)
-        info = _record(deps, 0, {"update": "sft" if cfg.method_config.bootstrap_sft else "none", **made})
+        info = _record(deps, 0, {"update": "sft" if cfg.method_config.bootstrap_sft else "none",
+                                 "demos": len(paths), **made})
     policy = deps.run.rel(out)
     return {"round": 0, "policy": policy, "programs": programs, "train_metrics": info,
             "demo_history": history, "measured": {"arms": [], "eval": heldout(deps, policy, 0),
@@ -138,6 +140,16 @@ def _history(state: RoundState) -> dict[str, list[str]]:
     return {f: list(v) for f, v in out.items()}
 
 
+def _retrain_steps(deps: Deps, demos: int) -> int | None:
+    """A retraining's SFT steps: the config's (None) or, `learn.retrain_steps` "scaled", scaled from the
+    bootstrap's demonstrations (its recorded count) to `demos`."""
+    learn = deps.config.learn
+    if learn.retrain_steps == "fixed":
+        return None
+    boot = _finished(deps, 0) or {}
+    return retrain_steps(learn.sft_steps, demos, int(boot.get("demos") or 0))
+
+
 def train(state: RoundState, deps: Deps) -> dict[str, Any]:
     """The round's policy update: none, SFT on the round's demos, advantage-weighted, or (`learn.retrain`,
     any method that updates) the bootstrap's recipe retrained on every demonstration so far."""
@@ -153,7 +165,7 @@ def train(state: RoundState, deps: Deps) -> dict[str, Any]:
             made: dict[str, Any] = {"skipped": "no update" if method.update == "none" else "no demos"}
         elif deps.config.learn.retrain:
             every = [deps.run.abs(d) for ds in _history(state).values() for d in ds]
-            made = {"retrain": True, **deps.trainer.bootstrap(every, out)}
+            made = {"retrain": True, **deps.trainer.bootstrap(every, out, _retrain_steps(deps, len(every)))}
         elif method.update == "sft":
             made = deps.trainer.finetune(src, demos, out)
         else:

@@ -48,3 +48,25 @@ def test_retrain_replaces_the_update_with_the_bootstrap_recipe_on_every_demo(bef
     assert update["train_metrics"] == {"update": METHODS.get(method).update, "retrain": True,
                                        "yaw_limit": 0.5}
     assert call(train, state, deps) == update and len(deps.trainer.calls) == 1  # kept on a re-run
+
+
+def test_scaled_retraining_sees_each_demo_as_often_as_the_bootstrap(before) -> None:
+    import dataclasses
+
+    from agents.config import get_preset
+    from agents.graph.rundir import read_json
+    from agents.graph.trainer import retrain_steps
+    from tests.fakes.trainer import FakeTrainer
+
+    smoke = get_preset("smoke").learn
+    learn = dataclasses.replace(smoke, retrain=True, retrain_steps="scaled")
+    deps, state = before("train", "coda", learn=learn, trainer=FakeTrainer(limit=0.5, step=0.1))
+    boot = read_json(deps.run.dir("train") / "round_00.json")["demos"]
+    update = call(train, state, deps)
+    every = len(update["demo_history"]["pick_place"])
+    assert every > boot  # the round added demonstrations, so the scaled count is above the bootstrap's
+    steps = round(smoke.sft_steps * every / boot)
+    assert steps > smoke.sft_steps and deps.trainer.calls == [("bootstrap", every, steps)]
+    assert retrain_steps(1500, 940, 300) == 4700 and retrain_steps(1500, 200, 300) == 1500
+    with pytest.raises(ValueError, match="0 demonstrations"):
+        retrain_steps(1500, 940, 0)
