@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common.cli import command_parser, worker_count
+from common.cli import UsageError, command_parser, worker_count
 
 FAMILY = "libero_object"
 EVAL_STARTS = ("own", "swap2", "swap4")
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         cfg, seed, boot = bootstrap_demos(a.run)
-    except (ValueError, FileNotFoundError) as e:
+    except (UsageError, ValueError, FileNotFoundError) as e:
         print(f"error: {e} (give a run directory of `agents.run --preset libero` past round 0)",
               file=sys.stderr)
         return 2
