@@ -189,6 +189,9 @@ def test_only_the_libero_presets_retrain_each_round_on_their_128_scenes() -> Non
     assert libero == {"libero", "libero_spatial", "libero_goal"}
     assert {n for n in PRESETS.names() if get_preset(n).learn.retrain} == libero
     assert {get_preset(n).budget for n in libero} == {128} and not LearnConfig().retrain
+    # FINDINGS #61: their retraining's steps scale with the demonstrations; the default stays fixed
+    assert {get_preset(n).learn.retrain_steps for n in libero} == {"scaled"}
+    assert LearnConfig().retrain_steps == "fixed"
     assert not any(cell_config(TABLES.get(n), "coda", 0, "rules", 1).learn.retrain for n in TABLES.names())
 
 
