@@ -102,6 +102,8 @@ class LearnConfig:
         if self.retrain and self.sft_steps == 0:
             raise ValueError("learn.retrain retrains the bootstrap's SFT every round, and "
                              "learn.sft_steps = 0 has none: give sft_steps >= 1 or leave retrain off")
+        if self.retrain_steps not in ("fixed", "scaled"):
+            raise ValueError(f"learn.retrain_steps must be 'fixed' or 'scaled', got {self.retrain_steps!r}")
         if not 0.0 <= self.round_share < 1.0:
             raise ValueError(f"learn.round_share must be in [0, 1), got {self.round_share}")
         if self.awr_rollouts != "all" and self.awr_demo_fraction >= 1.0:

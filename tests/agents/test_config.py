@@ -138,6 +138,8 @@ def test_retrain_without_a_bootstrap_sft_is_refused() -> None:
     with pytest.raises(ValueError, match="learn.retrain retrains the bootstrap's SFT"):
         LearnConfig(retrain=True, sft_steps=0, init_policy="p.safetensors")
     assert LearnConfig(retrain=True).retrain  # with the default SFT steps it stands
+    with pytest.raises(ValueError, match="retrain_steps must be 'fixed' or 'scaled', got 'scald'"):
+        LearnConfig(retrain=True, retrain_steps="scald")  # type: ignore[arg-type]
 
 
 def test_a_rollout_filter_that_would_change_nothing_is_refused() -> None:
