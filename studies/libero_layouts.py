@@ -130,6 +130,36 @@ def dev_jobs(path: Path, where: tuple[str, ...], per_task: int,
             for i, task in enumerate(TASKS) for start in where for j in range(per_task)]
 
 
+class DevResults:
+    """A study's `<out>/results.json`: `setup` checked against the file's (`refuse(message)` when another
+    setup's results are there), then each policy's development-scene score (every task at each of `where`,
+    `per_task` scenes) added and written as it lands, a score already there kept."""
+
+    def __init__(self, out: Path, setup: dict[str, Any], refuse: Any, where: tuple[str, ...], per_task: int,
+                 max_steps: int | None, workers: int) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.path = out / "results.json"
+        self.results: dict[str, Any] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        if self.results and {k: self.results.get(k) for k in setup} != setup:
+            refuse(f"--out {out} holds results of another setup "
+                   f"({ {k: self.results.get(k) for k in setup} }); give another --out")
+        self.results.update(setup)
+        self.where, self.per_task, self.max_steps, self.workers = where, per_task, max_steps, workers
+
+    def evaluate(self, key: str, path: Path, trained: dict[str, Any]) -> None:
+        from experiments.liberopro.evaluate import spawn_map
+        from studies.libero_loop_sft import dev_episode, scored
+
+        r = self.results
+        if key in r:
+            print(f"{key}: {r[key]['successes']}/{r[key]['episodes']} (kept)", flush=True)
+            return
+        jobs = dev_jobs(path, self.where, self.per_task, self.max_steps)
+        r[key] = scored(list(spawn_map(dev_episode, jobs, self.workers)), trained)
+        print(f"{key}: {r[key]['successes']}/{r[key]['episodes']}, by start {r[key]['by_start']}", flush=True)
+        self.path.write_text(json.dumps(r, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = command_parser("studies.libero_layouts", __doc__)
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")

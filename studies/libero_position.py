@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,9 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     from agents.graph.rundir import RunDir
     from agents.graph.trainer import PolicyTrainer
     from agents.replay import node_inputs
-    from experiments.liberopro.evaluate import spawn_map
-    from studies.libero_layouts import collect, dev_jobs, starts
-    from studies.libero_loop_sft import DEV_SEED0, dev_episode, scored
+    from studies.libero_layouts import DevResults, collect, starts
+    from studies.libero_loop_sft import DEV_SEED0
 
     try:
         cfg, state = node_inputs(a.run, a.round)
@@ -93,25 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     deps = argparse.Namespace(run=RunDir(a.run), config=cfg)  # the two fields program lookups read
     groups, start = aw_groups(deps, state), deps.run.abs(state["policy"])
-    a.out.mkdir(parents=True, exist_ok=True)
-    res_path = a.out / "results.json"
-    results: dict[str, Any] = json.loads(res_path.read_text()) if res_path.exists() else {}
     setup = {"run": str(a.run), "round": a.round, "dev_seeds_from": DEV_SEED0,
              "eval_starts": list(EVAL_STARTS), "per_task": a.per_task}
-    if results and {k: results.get(k) for k in setup} != setup:
-        ap.error(f"--out {a.out} holds results of another setup ({ {k: results.get(k) for k in setup} }); "
-                 "give another --out")
-    results.update(setup)
-
-    def evaluate(key: str, path: Path, trained: dict[str, Any]) -> None:
-        if key in results:
-            print(f"{key}: {results[key]['successes']}/{results[key]['episodes']} (kept)", flush=True)
-            return
-        jobs = dev_jobs(path, EVAL_STARTS, a.per_task, cfg.rollout_max_steps)
-        results[key] = scored(list(spawn_map(dev_episode, jobs, a.workers)), trained)
-        print(f"{key}: {results[key]['successes']}/{results[key]['episodes']}, by start "
-              f"{results[key]['by_start']}", flush=True)
-        res_path.write_text(json.dumps(results, indent=1) + "\n")
+    dev = DevResults(a.out, setup, ap.error, EVAL_STARTS, a.per_task, cfg.rollout_max_steps, a.workers)
+    results, evaluate = dev.results, dev.evaluate
 
     evaluate("start", start, {"policy": str(start)})
     new, tried = collect(a.demos, starts(DEMO_STARTS), DEMO_SEED0, a.out / "demos", a.workers)

@@ -24,6 +24,7 @@ Demonstrations, policies and `<out>/results.json` land as they finish; a rerun k
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -78,9 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.demos < 1 or a.per_task < 1:
         ap.error("--demos and --per-task must be >= 1")
     from agents.graph.trainer import PolicyTrainer, retrain_steps
-    from experiments.liberopro.evaluate import spawn_map
-    from studies.libero_layouts import collect, dev_jobs
-    from studies.libero_loop_sft import DEV_SEED0, dev_episode, scored
+    from studies.libero_layouts import DevResults, collect
+    from studies.libero_loop_sft import DEV_SEED0
 
     try:
         cfg, seed, boot = bootstrap_demos(a.run)
@@ -91,25 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     if tuple(cfg.families) != (FAMILY,):
         print(f"error: {a.run} ran {list(cfg.families)}, not [{FAMILY!r}]", file=sys.stderr)
         return 2
-    a.out.mkdir(parents=True, exist_ok=True)
-    res_path = a.out / "results.json"
-    results: dict[str, Any] = json.loads(res_path.read_text()) if res_path.exists() else {}
     setup = {"run": str(a.run), "bootstrap_demos": len(seed), "demos": a.demos, "dev_seeds_from": DEV_SEED0,
              "eval_starts": list(EVAL_STARTS), "per_task": a.per_task}
-    if results and {k: results.get(k) for k in setup} != setup:
-        ap.error(f"--out {a.out} holds results of another setup ({ {k: results.get(k) for k in setup} }); "
-                 "give another --out")
-    results.update(setup)
-
-    def evaluate(key: str, path: Path, trained: dict[str, Any]) -> None:
-        if key in results:
-            print(f"{key}: {results[key]['successes']}/{results[key]['episodes']} (kept)", flush=True)
-            return
-        jobs = dev_jobs(path, EVAL_STARTS, a.per_task, cfg.rollout_max_steps)
-        results[key] = scored(list(spawn_map(dev_episode, jobs, a.workers)), trained)
-        print(f"{key}: {results[key]['successes']}/{results[key]['episodes']}, by start "
-              f"{results[key]['by_start']}", flush=True)
-        res_path.write_text(json.dumps(results, indent=1) + "\n")
+    dev = DevResults(a.out, setup, ap.error, EVAL_STARTS, a.per_task, cfg.rollout_max_steps, a.workers)
+    results, evaluate = dev.results, dev.evaluate
 
     evaluate("bootstrap", boot, {"policy": str(boot)})
     new: dict[str, list[Path]] = {}
@@ -126,8 +111,6 @@ def main(argv: list[str] | None = None) -> int:
             path = a.out / f"{kind}{a.demos}_{steps}.safetensors"
             trained: dict[str, Any] = {"loaded": str(path), "sft_steps": n}
             if not path.exists():
-                import dataclasses
-
                 trained = PolicyTrainer(dataclasses.replace(cfg.learn, sft_steps=n)).bootstrap(demos, path)
             evaluate(path.stem, path, trained)
     return 0
