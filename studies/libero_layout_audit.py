@@ -1,0 +1,117 @@
+"""Answers FINDINGS #62's first question: did a loop run train on the layouts LIBERO-Pro's position
+perturbation evaluates? A read of the run's own records, no policy and no training.
+
+    python -m studies.libero_layout_audit --run runs/libero_r2 \
+        --out docs/results/findings/libero_layout_audit_r2.json
+
+For each `libero_object` task: where the item stands at the start of every expert demonstration the run
+kept (`episodes/round_*/demo_*`: every file, a superset of what its updates trained on), against where it
+stands in the 50 starts the protocol evaluates under position (`libero_object_swap`, init states 0–49, read
+in that file's own environment). Distances are on the floor (x, y), the demonstrations' first recorded state
+(after LIBERO's settling steps, which move an item by millimetres) against the evaluation's starts as placed.
+Reported per task: the nearest any demonstration's item came to any evaluation start's item (and that
+demonstration's `start` / `shift` factors), the same for the whole layout (the farthest object of the
+nearest pair), and for scale how far the swap moves the item (its own-start centre in the original file
+to its centre in the swap file) and how widely the evaluation's own 50 starts spread.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from common.cli import command_parser
+
+FAMILY = "libero_object"
+
+
+def demonstrations(run: Path) -> list[dict[str, Any]]:
+    """Every kept demonstration of the run: its task key, factors and each object's (x, y) at its start."""
+    from sim.families.libero_object.scene import TASKS
+
+    by_name = {row[0]: key for key, row in TASKS.items()}
+    out = []
+    for meta in sorted(run.glob("episodes/round_*/demo_*.json")):
+        rec = json.loads(meta.read_text())
+        scene = rec["scene"]
+        if scene.get("family") != FAMILY:
+            continue
+        with np.load(meta.with_suffix(".npz"), allow_pickle=False) as z:
+            pos = z["s_obj_pos"][0]
+        names = rec["layout"]["objects"]
+        out.append({"round": int(meta.parent.name.split("_")[1]), "task": by_name[scene["libero"]["task"]],
+                    "start": scene["factors"]["spatial"].get("start", "own"),
+                    "shift": scene["factors"]["spatial"].get("shift", "none"),
+                    "xy": {n: pos[i, :2] for i, n in enumerate(names)}})
+    return out
+
+
+def evaluated(task: str, perturb: str) -> list[dict[str, np.ndarray]]:
+    """The (x, y) of every object in init states 0–49 of the task's file under `perturb`."""
+    from experiments.liberopro import starts
+
+    return [{n: np.asarray(p)[:2] for n, p in e.positions.items()}
+            for e in starts.evaluation_starts("libero_object", task, perturbs=(perturb,))]
+
+
+def farthest(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
+    """The farthest any shared object stands from its place in the other layout (m, on the floor)."""
+    return max(float(np.linalg.norm(a[k] - b[k])) for k in a.keys() & b.keys())
+
+
+def audit_task(key: str, demos: list[dict[str, Any]]) -> dict[str, Any]:
+    """One task's row (see the module's docstring)."""
+    from sim.families.libero_object.scene import TASKS
+
+    task, item = TASKS[key][0], TASKS[key][1]
+    swap, own = evaluated(task, "position"), evaluated(task, "none")
+    mine = [d for d in demos if d["task"] == key]
+    ev_item = np.array([e[item] for e in swap])
+    item_d = [float(np.min(np.linalg.norm(ev_item - d["xy"][item], axis=1))) for d in mine]
+    layout_d = [min(farthest(d["xy"], e) for e in swap) for d in mine]
+    i, j = int(np.argmin(item_d)), int(np.argmin(layout_d))
+    spread = max(float(np.linalg.norm(a - b)) for a in ev_item for b in ev_item)
+    moved = float(np.linalg.norm(ev_item.mean(0) - np.array([e[item] for e in own]).mean(0)))
+    return {"task": key, "item": item, "demonstrations": len(mine),
+            "by_start": dict(sorted(Counter(d["start"] for d in mine).items())),
+            "nearest_item_m": round(item_d[i], 3),
+            "nearest_item_demo": {k: mine[i][k] for k in ("round", "start", "shift")},
+            "nearest_layout_m": round(layout_d[j], 3),
+            "nearest_layout_demo": {k: mine[j][k] for k in ("round", "start", "shift")},
+            "swap_moves_item_m": round(moved, 3), "evaluated_item_spread_m": round(spread, 3)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = command_parser("studies.libero_layout_audit", __doc__)
+    ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
+    ap.add_argument("--out", type=Path, default=None, help="write the rows here (JSON)")
+    a = ap.parse_args(argv)
+    demos = demonstrations(a.run) if a.run.is_dir() else []
+    if not demos:
+        print(f"error: {a.run}: no libero_object demonstrations under episodes/ (is it a run directory of "
+              "`agents.run --preset libero`?)", file=sys.stderr)
+        return 2
+    from sim.families.libero_object.scene import TASKS
+
+    rows = [audit_task(k, demos) for k in TASKS]
+    for r in rows:
+        cm = {k: f"{100 * r[k]:5.1f} cm" for k in ("nearest_item_m", "nearest_layout_m", "swap_moves_item_m",
+                                                   "evaluated_item_spread_m")}
+        print(f"{r['task']:18s} demos {r['demonstrations']:4d}  nearest item {cm['nearest_item_m']} "
+              f"({r['nearest_item_demo']['start']}, {r['nearest_item_demo']['shift']})  nearest layout "
+              f"{cm['nearest_layout_m']}  swap moves item {cm['swap_moves_item_m']}  "
+              f"evaluated item spread {cm['evaluated_item_spread_m']}", flush=True)
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps({"run": a.run.name, "demonstrations": len(demos), "tasks": rows},
+                                    indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

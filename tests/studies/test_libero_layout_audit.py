@@ -1,0 +1,56 @@
+"""`studies.libero_layout_audit` on a run directory written here (two demonstrations of one task) and
+evaluation starts given by the test: the nearest item and layout, and the factors of the demonstration
+that came nearest; a folder with no demonstration is refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sim.families.libero_object.scene import TASKS
+from studies import libero_layout_audit as audit
+
+KEY = "alphabet_soup"
+TASK, ITEM, _, (PARTNER, *_) = TASKS[KEY]
+
+
+def write_demo(run, name, start, xy):
+    """One kept demonstration: its record and its arrays (the item and its first partner at `xy`)."""
+    folder = run / "episodes" / "round_01"
+    folder.mkdir(parents=True, exist_ok=True)
+    scene = {"family": "libero_object", "libero": {"task": TASK},
+             "factors": {"task": {"task": KEY}, "spatial": {"start": start, "shift": "none"}}}
+    (folder / f"demo_{name}.json").write_text(json.dumps({"scene": scene,
+                                                          "layout": {"objects": [ITEM, PARTNER]}}))
+    pos = np.zeros((3, 2, 3))
+    pos[0, :, :2] = xy
+    np.savez(folder / f"demo_{name}.npz", s_obj_pos=pos)
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    """Two demonstrations: the item at its own start (0, 0), and swapped with its partner but 4 cm off the
+    evaluation's place; the evaluation swaps them exactly: item at (0.3, 0), partner at (0, 0)."""
+    write_demo(tmp_path, "own", "own", [[0.0, 0.0], [0.3, 0.0]])
+    write_demo(tmp_path, "swap", "swap1", [[0.3, 0.04], [0.0, 0.0]])
+    starts = {"position": [{ITEM: np.array([0.3, 0.0]), PARTNER: np.array([0.0, 0.0])}] * 2,
+              "none": [{ITEM: np.array([0.0, 0.0]), PARTNER: np.array([0.3, 0.0])}]}
+    monkeypatch.setattr(audit, "evaluated", lambda task, perturb: starts[perturb] if task == TASK else [])
+    return tmp_path
+
+
+def test_the_nearest_demonstration_is_measured_by_its_item_and_its_whole_layout(run):
+    demos = audit.demonstrations(run)
+    assert [(d["task"], d["start"]) for d in demos] == [(KEY, "own"), (KEY, "swap1")]
+    row = audit.audit_task(KEY, demos)
+    assert row["demonstrations"] == 2 and row["by_start"] == {"own": 1, "swap1": 1}
+    assert row["nearest_item_m"] == pytest.approx(0.04) and row["nearest_item_demo"]["start"] == "swap1"
+    assert row["nearest_layout_m"] == pytest.approx(0.04)  # the partner stands where the evaluation has it
+    assert row["swap_moves_item_m"] == pytest.approx(0.3) and row["evaluated_item_spread_m"] == 0.0
+
+
+def test_a_folder_without_demonstrations_is_refused(tmp_path, capsys):
+    assert audit.main(["--run", str(tmp_path)]) == 2
+    assert "no libero_object demonstrations" in capsys.readouterr().err
