@@ -471,11 +471,38 @@ def libero_sentence(results: Path) -> str:
             none = [evaluation_file(folder / r, n, "none", PROTOCOL) for r, n in ((boot, 0), (run, k))]
             if all(p.is_file() for p in none):
                 text += ", and on the original suite " + gain(*none, -5)
-            said.append(text)
+            said.append(text + control_clause(folder, run, k))
             break
     if not said:
         return "On LIBERO-Pro no loop round is evaluated under position at the protocol's size yet. "
     return f"Under LIBERO-Pro's position perturbation ({PROTOCOL} episodes per task), {'; '.join(said)}. "
+
+
+# A protocol run's control: the same fork and rounds with the seed program's scenes (method `sft`: no
+# critic, no generated layout), which tells the generated layouts' part from that of longer retraining on
+# more demonstrations (FINDINGS #62)
+CONTROLS = {"libero_r2": "libero_sft2"}
+
+
+def control_clause(folder: Path, run: str, k: int) -> str:
+    """What the run's control says under position at round `k`: the run − the control, or that it is not
+    evaluated yet."""
+    from experiments.liberopro.run import evaluation_file
+
+    control = CONTROLS.get(run)
+    if control is None:
+        return ""
+    files = [evaluation_file(folder / r, k, "position", PROTOCOL) for r in (control, run)]
+    what = (f" (`{control}`: the same rounds with the seed program's scenes, method `sft` — no critic, no "
+            "generated layout)")
+    if not all(p.is_file() for p in files):
+        return (f"; its control{what} is not evaluated yet, so how much of that the generated layouts did "
+                "is not measured")
+    from experiments.liberopro.compare import compare, pp, read
+
+    r = compare(read(files[0]), read(files[1]))
+    lo, hi = r["over_episodes"]["interval_pp"]
+    return f"; against its control{what} {pp(r['diff_pp'])} pp ([{pp(lo)}, {pp(hi)}] over episodes)"
 
 
 def round_label(k: int, judged: int) -> str:
@@ -498,9 +525,11 @@ def gain(base: Path, other: Path, target: float) -> str:
 # (run, the run whose round 0 it started from, the round it is judged at), the paper's suite key). A suite's
 # row shows the first run with its judged round — else its round 3, a report on the way — evaluated at that
 # size (else the oldest whose bootstrap is), in place of its 5-episode row. `libero_r1` retrains every round
-# (FINDINGS #56) on `libero_t1`'s bootstrap, forked; the retraining runs are judged at round 5, decided
-# before any of their protocol numbers existed (docs/libero.md)
-PROTOCOL_RUNS = (("libero_object", (("libero_r1", "libero_t1", 5), ("libero_t1", "libero_t1", 3)), "object"),
+# (FINDINGS #56) on `libero_t1`'s bootstrap, forked, and `libero_r2` is it at steps scaled to the data (#61);
+# the retraining runs are judged at round 5, decided before any of their protocol numbers existed
+# (docs/libero.md)
+PROTOCOL_RUNS = (("libero_object", (("libero_r2", "libero_t1", 5), ("libero_r1", "libero_t1", 5),
+                                    ("libero_t1", "libero_t1", 3)), "object"),
                  ("libero_spatial", (("libero_sp2", "libero_sp2", 5),), "spatial"),
                  ("libero_goal", (("libero_g1", "libero_g1", 5),), None))
 PERTURB_NAMES = {"none": "original", "position": "position", "instruction": "instruction", "task": "task"}

@@ -115,8 +115,15 @@ def evaluate_run(run: Path, suite: str, rounds: list[int], perturbs: list[str], 
 def record_run(run: Path, out: Path) -> list[Path]:
     """The run's own record beside its evaluations, so the table reads it from the repository: its config
     (`run_config.json`), its per-round metrics (`run_metrics.jsonl`, the loop's wall clock) and each
-    diagnosis's verdict (`run_verdicts.json`). Rewritten each time: a resumed run's record grows."""
+    diagnosis's verdict (`run_verdicts.json`). Rewritten each time: a resumed run's record grows. A record
+    that holds a round the run directory does not (the directory rebuilt to fewer rounds, e.g. a bootstrap
+    reproduced after a machine reset) is kept as it is: nothing is written, and the record is not shrunk."""
     folder = out / run.name
+    kept = recorded_rounds(folder / "run_metrics.jsonl") - recorded_rounds(run / "metrics.jsonl")
+    if kept:
+        print(f"# {folder / 'run_metrics.jsonl'}: kept — it records round(s) {sorted(kept)} that {run} does "
+              "not have (a rebuilt or shorter run directory); the run's record is not rewritten", flush=True)
+        return []
     folder.mkdir(parents=True, exist_ok=True)
     written = [Path(shutil.copyfile(run / "config.json", folder / "run_config.json"))]
     if (run / "metrics.jsonl").is_file():
@@ -139,6 +146,14 @@ def record_run(run: Path, out: Path) -> list[Path]:
         written.append(folder / "run_trained.json")
         written[-1].write_text(json.dumps(trained, indent=1) + "\n")
     return written
+
+
+def recorded_rounds(metrics: Path) -> set[int]:
+    """The rounds a metrics file (a run's `metrics.jsonl`, or its copy beside the evaluations) has a line
+    for; none where it is absent."""
+    if not metrics.is_file():
+        return set()
+    return {int(json.loads(line)["round"]) for line in metrics.read_text().splitlines() if line.strip()}
 
 
 def trained_scenes(run: Path) -> list[dict[str, Any]]:
@@ -210,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         suite = a.suite or run_suite(a.run)
         check_rounds(a.run, policies, rounds)  # before anything is written
         recorded = record_run(a.run, a.out)
-        if a.commit:
+        if a.commit and recorded:
             from experiments.table.record import commit_files
 
             commit_files(recorded, f"{a.run.name}: the loop run's config, metrics and verdicts beside its "

@@ -40,7 +40,7 @@ SUFFIX = {"_swap": "position", "_lan": "instruction", "_task": "task", "_object"
 # both; FINDINGS #40), or the other run forked at its round-0 report (`agents.replay --fork`): the row says
 # so, and the wall clock counts the other run's round 0
 BOOTSTRAP_FROM = {"libero_s36": ("libero_s35", "copied"), "libero_s37": ("libero_s35", "copied"),
-                  "libero_r1": ("libero_t1", "forked")}
+                  **{run: ("libero_t1", "forked") for run in ("libero_r1", "libero_r2", "libero_sft2")}}
 
 # Issue #41's targets, against the bootstrap's round 0 in pp (task: reported, no target)
 TARGETS = {"position": 20.0, "none": -5.0, "instruction": -5.0}
@@ -208,15 +208,17 @@ def loop_rows(folder: Path) -> list[dict[str, Any]]:
 def loop_row(folder: Path, run: str, rnd: int, base: str, per_task: int, sources: list[str],
              got: dict[str, Any]) -> dict[str, Any]:
     """A loop run's round at one number of episodes per task, with what sets the run apart."""
+    method = _method(folder / run)
+    rounds = f"{rnd} {'CoDA' if method == 'coda' else f'`{method}`'} round{'s' if rnd > 1 else ''}"
     label = f"loop `{run}`, round {rnd}" + (" (SFT on its seed demonstrations)" if rnd == 0 else
-                                            f" (after {rnd} CoDA round{'s' if rnd > 1 else ''})")
+                                            f" (after {rounds})")
     what = f"`agents.run`{_loop_config(folder / run)}; `experiments.liberopro.run --run runs/{run}`"
     if run in BOOTSTRAP_FROM:
         what += f"; rounds on `{BOOTSTRAP_FROM[run][0]}`'s bootstrap ({BOOTSTRAP_FROM[run][1]})"
     wall = _loop_wall(folder / run, rnd)
     if wall is not None:
         what += f"; the loop's wall clock through this round {wall / 60:.0f} min"
-    elif _bootstrap_resumed(folder / run):
+    elif _bootstrap_resumed(folder / BOOTSTRAP_FROM.get(run, (run,))[0]):
         what += "; its bootstrap was resumed after a kill, so the loop's wall clock is not known"
     return {"row": label, "what": what, "suite": base, "episodes_per_task": per_task, "loop_wall_s": wall,
             "sources": sources, "cells": got}
@@ -232,11 +234,19 @@ def _loop_config(run: Path) -> str:
     cfg = json.loads(path.read_text())
     loss = cfg["learn"]["policy"].get("target_loss", 0.0)  # runs before the option existed had none
     retrain = cfg["learn"].get("retrain")  # runs before the option existed updated
-    update = ("each round retrains the bootstrap's recipe on every demonstration" if retrain
+    steps = ("at steps scaled to them" if cfg["learn"].get("retrain_steps") == "scaled"
+             else "at the bootstrap's steps")  # FINDINGS #61
+    update = (f"each round retrains the bootstrap's recipe on every demonstration {steps}" if retrain
               else f"round updates {cfg['learn']['awr_steps']} steps at lr {cfg['learn']['awr_lr']:g}")
     return (f" (its config: {cfg['preset']} preset, {cfg['seed_demos']} seed demonstrations, "
             f"{'target loss ' + format(loss, 'g') if loss else 'no target loss'}, {cfg['budget']} training "
             f"scenes a round, {update})")
+
+
+def _method(run: Path) -> str:
+    """The run's method, from its copied `run_config.json` (coda where there is none)."""
+    path = run / "run_config.json"
+    return json.loads(path.read_text()).get("method", "coda") if path.is_file() else "coda"
 
 
 def _bootstrap_resumed(run: Path) -> bool:

@@ -190,6 +190,8 @@ def commit_files(paths: Sequence[Path], message: str, tries: int = 5) -> None:
     (another git command holding `index.lock`) is waited for, a few seconds at most, before the error is
     raised."""
     names = [str(p) for p in paths]
+    if not names:  # `git commit -- ` with no path would commit whatever else is staged
+        return
     for cmd in (["git", "add", *names], ["git", "commit", "-q", "-m", message, "--", *names]):
         for k in range(tries):
             done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)

@@ -41,6 +41,14 @@ def test_only_the_named_files_are_committed_and_nothing_new_passes(repo: Path) -
     assert _git(repo, "log", "--format=%s") == "a table\na cell\n"
 
 
+def test_no_file_commits_nothing_not_the_index(repo: Path) -> None:
+    """`git commit --` with no path would commit whatever else is staged: no file named, no commit."""
+    _git(repo, "add", "other.txt")
+    record.commit_files([], "nothing")
+    assert _git(repo, "status", "--porcelain") == "A  other.txt\n"
+    assert subprocess.run(["git", "log"], cwd=repo, capture_output=True).returncode != 0  # no commit at all
+
+
 def test_a_busy_index_is_waited_for(repo: Path) -> None:
     cell, lock = repo / "cell.json", repo / ".git" / "index.lock"
     cell.write_text("{}\n")

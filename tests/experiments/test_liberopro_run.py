@@ -182,8 +182,38 @@ def test_the_runs_record_is_copied_beside_its_evaluations_and_named_in_its_row(t
     retrains = {**cfg, "budget": 128, "learn": {**cfg["learn"], "retrain": True}}
     (out / "libero_x" / "run_config.json").write_text(json.dumps(retrains))
     row = next(r for r in build(tmp_path / "libero")["ours"] if r["row"].startswith("loop"))
-    assert ("128 training scenes a round, each round retrains the bootstrap's recipe on every demonstration"
-            in row["what"]) and "round updates" not in row["what"]
+    assert ("128 training scenes a round, each round retrains the bootstrap's recipe on every demonstration "
+            "at the bootstrap's steps" in row["what"]) and "round updates" not in row["what"]
+    # at steps scaled to the data (FINDINGS #61), and a control run of another method, named in its label
+    (out / "libero_x" / "round3_none.json").write_text(json.dumps(
+        {"suite": "libero_object", "successes": 4, "episodes": 50, "episodes_per_task": 5, "tasks_run": []}))
+    scaled = {**retrains, "method": "sft", "learn": {**retrains["learn"], "retrain_steps": "scaled"}}
+    (out / "libero_x" / "run_config.json").write_text(json.dumps(scaled))
+    rows = build(tmp_path / "libero")["ours"]
+    row = next(r for r in rows if r["row"].startswith("loop `libero_x`, round 3"))
+    assert row["row"] == "loop `libero_x`, round 3 (after 3 `sft` rounds)"
+    assert "on every demonstration at steps scaled to them" in row["what"]
+
+
+def test_a_record_with_rounds_the_run_directory_lacks_is_kept_not_shrunk(tmp_path, capsys):
+    """A run directory rebuilt to fewer rounds (a bootstrap reproduced after a machine reset) evaluated
+    again: its committed record of rounds 0-3 stays as it is, nothing is rewritten."""
+    run = _run_dir(tmp_path)
+    (run / "metrics.jsonl").write_text(json.dumps({"round": 0}) + "\n")
+    folder = tmp_path / "loop" / run.name
+    folder.mkdir(parents=True)
+    record = "".join(json.dumps({"round": r}) + "\n" for r in range(4))
+    (folder / "run_metrics.jsonl").write_text(record)
+    (folder / "run_config.json").write_text('{"rounds": 3}')
+    assert liberopro_run.record_run(run, tmp_path / "loop") == []
+    assert (folder / "run_metrics.jsonl").read_text() == record
+    assert (folder / "run_config.json").read_text() == '{"rounds": 3}'
+    assert "records round(s) [1, 2, 3] that" in capsys.readouterr().out
+    # the same run grown past its record is recorded again
+    (run / "metrics.jsonl").write_text(record + json.dumps({"round": 4}) + "\n")
+    assert [p.name for p in liberopro_run.record_run(run, tmp_path / "loop")][:2] == ["run_config.json",
+                                                                                     "run_metrics.jsonl"]
+    assert liberopro_run.recorded_rounds(folder / "run_metrics.jsonl") == {0, 1, 2, 3, 4}
 
 
 def test_rounds_on_another_runs_bootstrap_say_so_and_count_its_wall_clock(tmp_path, monkeypatch):
