@@ -59,13 +59,9 @@ def evaluated(task: str, perturb: str) -> list[dict[str, np.ndarray]]:
             for e in starts.evaluation_starts("libero_object", task, perturbs=(perturb,))]
 
 
-def farthest(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
-    """The farthest any shared object stands from its place in the other layout (m, on the floor)."""
-    return max(float(np.linalg.norm(a[k] - b[k])) for k in a.keys() & b.keys())
-
-
 def audit_task(key: str, demos: list[dict[str, Any]]) -> dict[str, Any]:
     """One task's row (see the module's docstring)."""
+    from experiments.liberopro import starts
     from sim.families.libero_object.scene import TASKS
 
     task, item = TASKS[key][0], TASKS[key][1]
@@ -73,7 +69,7 @@ def audit_task(key: str, demos: list[dict[str, Any]]) -> dict[str, Any]:
     mine = [d for d in demos if d["task"] == key]
     ev_item = np.array([e[item] for e in swap])
     item_d = [float(np.min(np.linalg.norm(ev_item - d["xy"][item], axis=1))) for d in mine]
-    layout_d = [min(farthest(d["xy"], e) for e in swap) for d in mine]
+    layout_d = [min(starts.distance(d["xy"], e) for e in swap) for d in mine]  # on the floor: (x, y) only
     i, j = int(np.argmin(item_d)), int(np.argmin(layout_d))
     spread = max(float(np.linalg.norm(a - b)) for a in ev_item for b in ev_item)
     moved = float(np.linalg.norm(ev_item.mean(0) - np.array([e[item] for e in own]).mean(0)))
