@@ -144,7 +144,7 @@ class ObjectTokenPolicy(Checkpointed, nn.Module):
     def _target_loss(self, tokens: Tensor, mask: Tensor, target: Tensor, metrics: dict[str, float]) -> Tensor:
         """`target_loss` × cross-entropy of the goal's object token over the real object tokens (samples
         whose goal names no object token, target -1, are left out)."""
-        logits = self.target_head(tokens[:, 3:]).squeeze(-1).masked_fill(~mask[:, 3:], float("-inf"))
+        logits = self.target_logits(tokens, mask)
         target = target.long().reshape(-1)
         known = target >= 0
         if not bool(known.any()):
@@ -153,6 +153,13 @@ class ObjectTokenPolicy(Checkpointed, nn.Module):
         metrics["target_ce"] = float(ce.detach())
         metrics["target_acc"] = float((logits[known].argmax(-1) == target[known]).float().mean())
         return self.config.target_loss * ce
+
+    def target_logits(self, tokens: Tensor, mask: Tensor) -> Tensor:
+        """(B, n) the target head's logit per token after the readout, robot and text ones (−inf where
+        padded): which object token the policy takes the goal to name (needs `target_loss` > 0)."""
+        if not hasattr(self, "target_head"):
+            raise ValueError("this policy was trained without target_loss: it has no target head")
+        return self.target_head(tokens[:, 3:]).squeeze(-1).masked_fill(~mask[:, 3:], float("-inf"))
 
     # ---- inference -------------------------------------------------------------------------------
     @torch.no_grad()

@@ -52,6 +52,9 @@ def test_the_head_learns_to_name_the_item_and_the_policy_round_trips(demo, tmp_p
         loss.backward()
         opt.step()
     assert m["target_ce"] < first / 4 and m["target_acc"] == 1.0
+    with torch.no_grad():  # the head's reading, as a study reads it (`studies.libero_task_probe`)
+        logits = policy.target_logits(*policy.encode(batch)[:2])
+    assert (logits.argmax(-1) == batch["target"].long().reshape(-1)).all()
     loaded = load_policy(policy.save(tmp_path / "t.safetensors"))
     assert loaded.config.target_loss == 1.0
     act = loaded.bind(demo.scene)(make_observation(demo.scene, demo.states[0], 0))
@@ -65,6 +68,8 @@ def test_without_the_option_a_labelled_batch_trains_as_before(demo):
     assert not hasattr(plain, "target_head")
     _, m = plain(ds.batch(range(8)))
     assert "target_ce" not in m
+    with pytest.raises(ValueError, match="no target head"):
+        plain.target_logits(*plain.encode(ds.batch(range(2)))[:2])
     with pytest.raises(ValueError, match="target_loss must be >= 0"):
         make_config("object_token", target_loss=-1.0)
 

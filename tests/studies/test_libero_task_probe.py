@@ -1,0 +1,43 @@
+"""`studies.libero_task_probe`: the two readings of one state (the target head's most probable item, and the
+item the first chunk heads for) from a stand-in policy whose head and chunk are given here; a run without
+the asked round's policy is refused in one line that lists the rounds it has."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from studies import libero_task_probe as probe
+
+
+class StandIn:
+    """Names the second item; its chunk moves along −y."""
+
+    def encode(self, batch):
+        return torch.zeros(1, 6, 4), torch.ones(1, 6, dtype=torch.bool), torch.zeros(1, 4)
+
+    def target_logits(self, tokens, mask):
+        return torch.tensor([[0.0, 3.0, 0.0]])
+
+    def sample_actions(self, batch, generator=None):
+        chunk = torch.zeros(1, 4, 7)
+        chunk[0, :, 1] = -0.5
+        return chunk
+
+
+def test_the_head_and_the_heading_are_read_apart():
+    feats = {"robot": np.zeros(10, np.float32), "objects": np.zeros((3, 5), np.float32),
+             "object_mask": np.ones(3, bool), "text": np.zeros(8, np.float32)}
+    names = ["a_1", "b_1", "c_1"]
+    xy = np.array([[0.3, 0.0], [0.0, 0.3], [0.0, -0.3]])  # c_1 lies along −y from the gripper at (0, 0)
+    r = probe.readings(StandIn(), feats, names, np.zeros(2), xy, seed=0)
+    assert r["head"] == "b_1" and r["heads_to"] == "c_1"
+    assert abs(sum(r["probs"].values()) - 1.0) < 1e-6 and max(r["probs"], key=r["probs"].get) == "b_1"
+
+
+def test_a_round_without_a_policy_is_refused(tmp_path, capsys):
+    (tmp_path / "policy").mkdir()
+    (tmp_path / "policy" / "round_00.safetensors").write_bytes(b"")
+    assert probe.main(["--run", str(tmp_path), "--round", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "round_05.safetensors: no such policy" in err and "round_00" in err
