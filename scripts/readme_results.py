@@ -471,7 +471,7 @@ def libero_sentence(results: Path) -> str:
             none = [evaluation_file(folder / r, n, "none", PROTOCOL) for r, n in ((boot, 0), (run, k))]
             if all(p.is_file() for p in none):
                 text += ", and on the original suite " + gain(*none, -5)
-            said.append(text + control_clause(folder, run, k))
+            said.append(text + control_clause(folder, run, k, boot))
             break
     if not said:
         return "On LIBERO-Pro no loop round is evaluated under position at the protocol's size yet. "
@@ -484,9 +484,10 @@ def libero_sentence(results: Path) -> str:
 CONTROLS = {"libero_r2": "libero_sft2"}
 
 
-def control_clause(folder: Path, run: str, k: int) -> str:
-    """What the run's control says under position at round `k`: the run − the control, or that it is not
-    evaluated yet."""
+def control_clause(folder: Path, run: str, k: int, boot: str) -> str:
+    """What the run's control says under position at round `k`: the run − the control with both intervals
+    (a difference shown only where both lie above 0) and the control − the bootstrap, or that the control
+    is not evaluated yet."""
     from experiments.liberopro.run import evaluation_file
 
     control = CONTROLS.get(run)
@@ -501,8 +502,12 @@ def control_clause(folder: Path, run: str, k: int) -> str:
     from experiments.liberopro.compare import compare, pp, read
 
     r = compare(read(files[0]), read(files[1]))
-    lo, hi = r["over_episodes"]["interval_pp"]
-    return f"; against its control{what} {pp(r['diff_pp'])} pp ([{pp(lo)}, {pp(hi)}] over episodes)"
+    (lo_e, hi_e), (lo_t, hi_t) = r["over_episodes"]["interval_pp"], r["over_tasks"]["interval_pp"]
+    shown = "shown" if min(lo_e, lo_t) > 0 else "not shown"
+    alone = compare(read(evaluation_file(folder / boot, 0, "position", PROTOCOL)), read(files[0]))
+    return (f"; against its control{what} {pp(r['diff_pp'])} pp (95 % intervals over episodes "
+            f"[{pp(lo_e)}, {pp(hi_e)}], over tasks [{pp(lo_t)}, {pp(hi_t)}]: a difference {shown}), and the "
+            f"control − the bootstrap is {pp(alone['diff_pp'])} pp")
 
 
 def round_label(k: int, judged: int) -> str:

@@ -250,8 +250,12 @@ def test_the_libero_sentence_reads_position_from_the_shown_protocol_run(tmp_path
     evaluation("libero_sft2", 5, [25] * 10)
     said = mod.libero_sentence(tmp_path)
     assert "shown; against its control (`libero_sft2`: the same rounds with the seed program's scenes, " \
-        "method `sft` — no critic, no generated layout) +30.0 pp ([+" in said
-    assert said.endswith("] over episodes). ")
+        "method `sft` — no critic, no generated layout) +30.0 pp (95 % intervals over episodes [+" in said
+    assert said.endswith("]: a difference shown), and the control − the bootstrap is +30.0 pp. ")
+    evaluation("libero_sft2", 5, [40, 40, 40, 40, 40, 40, 40, 40, 0, 0])  # two tasks carry the difference
+    said = mod.libero_sentence(tmp_path)
+    assert "+16.0 pp (95 % intervals over episodes [+" in said
+    assert said.endswith("]: a difference not shown), and the control − the bootstrap is +44.0 pp. ")
 
 
 def test_the_dr_sentence_reads_the_never_read_set(tmp_path: Path):

@@ -52,7 +52,7 @@ def test_the_head_learns_to_name_the_item_and_the_policy_round_trips(demo, tmp_p
         loss.backward()
         opt.step()
     assert m["target_ce"] < first / 4 and m["target_acc"] == 1.0
-    with torch.no_grad():  # the head's reading, as a study reads it (`studies.libero_task_probe`)
+    with torch.no_grad():  # the head's reading, as a study reads it (`studies.libero_target_probe`)
         logits = policy.target_logits(*policy.encode(batch)[:2])
     assert (logits.argmax(-1) == batch["target"].long().reshape(-1)).all()
     loaded = load_policy(policy.save(tmp_path / "t.safetensors"))

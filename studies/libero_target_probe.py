@@ -1,19 +1,21 @@
-"""Reads LIBERO-Pro's task perturbation from the policy's side: under `libero_object_task` (a task's scene,
-an instruction naming another of its items) which item does the policy take the instruction to name?
-Forward passes only, no episode is run and nothing is trained.
+"""Which item does a LIBERO policy go for? Read at the states a LIBERO-Pro evaluation starts from, e.g.
+under the task perturbation (`libero_object_task`: a task's scene, an instruction naming another of its
+items) or under position (`libero_object_swap`: the item swapped with another object). Forward passes
+only, no episode is run and nothing is trained.
 
-    python -m studies.libero_task_probe --run runs/libero_r2 --round 5 \
-        --out docs/results/findings/libero_task_probe_r2.json
+    python -m studies.libero_target_probe --run runs/libero_r2 --round 5 --perturb task \
+        --out docs/results/findings/libero_target_probe_r2_task.json
 
-Per task of the suite: the states the protocol starts from (init states 0..N−1 of the task file, placed in
-its own environment, as `experiments.liberopro.evaluate` places them) read as the policy reads them, with
-the file's instruction (naming the goal's item, Y) and with the scene's own task's instruction (naming the
-item the scene was built around, X). Two readings of each: the target head's choice (the auxiliary head a
-`target_loss` policy trains to name the goal's object token; the most probable item and p(Y)) and the item
-the first sampled chunk heads for (the item whose direction from the gripper has the largest cosine with the
-chunk's summed x-y translation; items in one direction are not told apart). Beside them the run's task
-evaluation's successes of that task, when the file is there. A probe of the first state, not a rollout:
-what the arm touched in a failed episode is not read here.
+Per task of the perturbed suite: the states the protocol starts from (init states 0..N−1 of the task file,
+placed in its own environment, as `experiments.liberopro.evaluate` places them) read as the policy reads
+them, with the file's instruction (naming the goal's item, Y) and with the scene's own task's instruction
+(naming the item the scene was built around, X; the same words but under `task`). Two readings of each:
+the target head's choice (the auxiliary head a `target_loss` policy trains to name the goal's object
+token; the most probable item and p(Y)) and the item the first sampled chunk heads for (the item whose
+direction from the gripper has the largest cosine with the chunk's summed x-y translation; items in one
+direction are not told apart). Beside them the run's evaluation's successes of that task under the
+perturbation, when its file is there. A probe of the first state, not a rollout: what the arm touched in a
+failed episode is not read here.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from common.cli import command_parser
+from experiments.liberopro.evaluate import PERTURB
 
 SUITE = "libero_object"
 LOOP_RESULTS = Path("docs/results/libero/loop")
@@ -91,9 +94,11 @@ def probe_task(task: Any, own: dict[str, tuple[str, str]], policy: Any, n: int) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = command_parser("studies.libero_task_probe", __doc__)
+    ap = command_parser("studies.libero_target_probe", __doc__)
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
     ap.add_argument("--round", type=int, required=True, help="its round whose policy is read")
+    ap.add_argument("--perturb", choices=sorted(PERTURB), default="task",
+                    help="the LIBERO-Pro suite whose starts are read (default task)")
     ap.add_argument("--states", type=int, default=10, help="init states per task, 0.. (default 10)")
     ap.add_argument("--out", type=Path, default=None, help="write the rows here (JSON)")
     a = ap.parse_args(argv)
@@ -116,11 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     original = {t.name: t.instruction for t in tasks(SUITE, "none")}
     own = {row[0]: (row[1], original[row[0]]) for row in TASKS.values()}
     try:
-        rows = [probe_task(t, own, policy, a.states) for t in tasks(SUITE, "task") if t.usable]
+        rows = [probe_task(t, own, policy, a.states) for t in tasks(SUITE, a.perturb) if t.usable]
     except ValueError as e:  # a policy without a target head
         print(f"error: {path}: {e}", file=sys.stderr)
         return 2
-    result = LOOP_RESULTS / a.run.name / f"round{a.round}_task_50ep.json"
+    result = LOOP_RESULTS / a.run.name / f"round{a.round}_{a.perturb}_50ep.json"
     if result.is_file():
         done = {t["name"]: t["successes"] for t in json.loads(result.read_text())["tasks_run"]}
         for r in rows:
@@ -135,8 +140,9 @@ def main(argv: list[str] | None = None) -> int:
               f"head: {most(mine['head'])} | successes {r.get('successes_of_50', '–')}", flush=True)
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps({"run": a.run.name, "round": a.round, "policy": str(path),
-                                     "states_per_task": a.states, "tasks": rows}, indent=1) + "\n")
+        a.out.write_text(json.dumps({"run": a.run.name, "round": a.round, "perturb": a.perturb,
+                                     "policy": str(path), "states_per_task": a.states, "tasks": rows},
+                                    indent=1) + "\n")
     return 0
 
 

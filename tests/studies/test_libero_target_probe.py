@@ -1,4 +1,4 @@
-"""`studies.libero_task_probe`: the two readings of one state (the target head's most probable item, and the
+"""`studies.libero_target_probe`: the two readings of one state (the target head's most probable item, and the
 item the first chunk heads for) from a stand-in policy whose head and chunk are given here; a run without
 the asked round's policy is refused in one line that lists the rounds it has."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from studies import libero_task_probe as probe
+from studies import libero_target_probe as probe
 
 
 class StandIn:
