@@ -4,15 +4,18 @@ perturbation evaluates? A read of the run's own records, no policy and no traini
     python -m studies.libero_layout_audit --run runs/libero_r2 \
         --out docs/results/findings/libero_layout_audit_r2.json
 
-For each `libero_object` task: where the item stands at the start of every expert demonstration the run
-kept (`episodes/round_*/demo_*`: every file, a superset of what its updates trained on), against where it
-stands in the 50 starts the protocol evaluates under position (`libero_object_swap`, init states 0–49, read
-in that file's own environment). Distances are on the floor (x, y), the demonstrations' first recorded state
-(after LIBERO's settling steps, which move an item by millimetres) against the evaluation's starts as placed.
+For each task of the run's LIBERO family: where the item the position perturbation moves stands at the
+start of every expert demonstration the run kept (`episodes/round_*/demo_*`: every file, a superset of what
+its updates trained on), against where it stands in the 50 starts the protocol evaluates under position
+(the suite's `_swap` file, init states 0–49, read in that file's own environment). The moved item: on
+`libero_object` the task's item, on `libero_spatial` the plate, on `libero_goal` the goal's subject (a
+drawer's cabinet). Distances are on the floor (x, y), the demonstrations' first recorded state (after
+LIBERO's settling steps, which move an item by millimetres) against the evaluation's starts as placed.
 Reported per task: the nearest any demonstration's item came to any evaluation start's item (and that
-demonstration's `start` / `shift` factors), the same for the whole layout (the farthest object of the
-nearest pair), and for scale how far the swap moves the item (its own-start centre in the original file
-to its centre in the swap file) and how widely the evaluation's own 50 starts spread.
+demonstration's `start` / `shift` factors; on `libero_spatial` the plate's), the same for the whole layout
+(the farthest object of the nearest pair), and for scale how far the swap moves the item (its own-start
+centre in the original file to its centre in the swap file) and how widely the evaluation's own 50 starts
+spread.
 """
 
 from __future__ import annotations
@@ -27,46 +30,68 @@ import numpy as np
 
 from common.cli import command_parser
 
-FAMILY = "libero_object"
+FAMILIES = ("libero_object", "libero_spatial", "libero_goal")
 
 
-def demonstrations(run: Path) -> list[dict[str, Any]]:
-    """Every kept demonstration of the run: its task key, factors and each object's (x, y) at its start."""
-    from sim.families.libero_object.scene import TASKS
+def family_tasks(family: str) -> dict[str, tuple[str, str]]:
+    """Per task key of the family (its `TASKS`): (the task file's name, the object LIBERO-Pro's position
+    perturbation moves)."""
+    if family == "libero_object":
+        from sim.families.libero_object.scene import TASKS
 
-    by_name = {row[0]: key for key, row in TASKS.items()}
+        return {k: (row[0], row[1]) for k, row in TASKS.items()}
+    if family == "libero_spatial":
+        from sim.families.libero_spatial.scene import PLATE, TASKS
+
+        return {k: (row[0], PLATE) for k, row in TASKS.items()}
+    if family == "libero_goal":
+        from sim.families.libero_goal.scene import TASKS
+
+        return {k: (row[0], row[2][1].split("/")[0]) for k, row in TASKS.items()}  # a drawer: its cabinet
+    raise ValueError(f"{family}: not a LIBERO family (choose from {', '.join(FAMILIES)})")
+
+
+def demonstrations(run: Path, family: str | None = None) -> list[dict[str, Any]]:
+    """Every kept demonstration of the run's LIBERO family (`family`, else the one its demonstrations are
+    of): its family, task key, factors and each object's (x, y) at its start."""
     out = []
     for meta in sorted(run.glob("episodes/round_*/demo_*.json")):
         rec = json.loads(meta.read_text())
         scene = rec["scene"]
-        if scene.get("family") != FAMILY:
+        if scene.get("family") not in FAMILIES or family not in (None, scene["family"]):
             continue
+        family = scene["family"]
+        by_name = {name: key for key, (name, _) in family_tasks(family).items()}
         with np.load(meta.with_suffix(".npz"), allow_pickle=False) as z:
             pos = z["s_obj_pos"][0]
         names = rec["layout"]["objects"]
-        out.append({"round": int(meta.parent.name.split("_")[1]), "task": by_name[scene["libero"]["task"]],
-                    "start": scene["factors"]["spatial"].get("start", "own"),
-                    "shift": scene["factors"]["spatial"].get("shift", "none"),
+        spatial = scene["factors"]["spatial"]
+        out.append({"round": int(meta.parent.name.split("_")[1]), "family": family,
+                    "task": by_name[scene["libero"]["task"]],
+                    "start": spatial.get("start", spatial.get("plate", "own")),  # spatial: the plate's
+                    "shift": spatial.get("shift", "none"),
                     "xy": {n: pos[i, :2] for i, n in enumerate(names)}})
     return out
 
 
-def evaluated(task: str, perturb: str) -> list[dict[str, np.ndarray]]:
+def evaluated(suite: str, task: str, perturb: str) -> list[dict[str, np.ndarray]]:
     """The (x, y) of every object in init states 0–49 of the task's file under `perturb`."""
     from experiments.liberopro import starts
 
     return [{n: np.asarray(p)[:2] for n, p in e.positions.items()}
-            for e in starts.evaluation_starts("libero_object", task, perturbs=(perturb,))]
+            for e in starts.evaluation_starts(suite, task, perturbs=(perturb,))]
 
 
 def audit_task(key: str, demos: list[dict[str, Any]]) -> dict[str, Any]:
     """One task's row (see the module's docstring)."""
     from experiments.liberopro import starts
-    from sim.families.libero_object.scene import TASKS
 
-    task, item = TASKS[key][0], TASKS[key][1]
-    swap, own = evaluated(task, "position"), evaluated(task, "none")
+    family = demos[0]["family"]
+    task, item = family_tasks(family)[key]
+    swap, own = evaluated(family, task, "position"), evaluated(family, task, "none")
     mine = [d for d in demos if d["task"] == key]
+    if not mine:
+        return {"task": key, "item": item, "demonstrations": 0}
     ev_item = np.array([e[item] for e in swap])
     item_d = [float(np.min(np.linalg.norm(ev_item - d["xy"][item], axis=1))) for d in mine]
     layout_d = [min(starts.distance(d["xy"], e) for e in swap) for d in mine]  # on the floor: (x, y) only
@@ -89,13 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     demos = demonstrations(a.run) if a.run.is_dir() else []
     if not demos:
-        print(f"error: {a.run}: no libero_object demonstrations under episodes/ (is it a run directory of "
-              "`agents.run --preset libero`?)", file=sys.stderr)
+        print(f"error: {a.run}: no demonstrations of a LIBERO family ({', '.join(FAMILIES)}) under "
+              "episodes/ (is it a run directory of `agents.run --preset libero`?)", file=sys.stderr)
         return 2
-    from sim.families.libero_object.scene import TASKS
-
-    rows = [audit_task(k, demos) for k in TASKS]
+    rows = [audit_task(k, demos) for k in family_tasks(demos[0]["family"])]
     for r in rows:
+        if not r["demonstrations"]:
+            print(f"{r['task']:18s} demos    0", flush=True)
+            continue
         cm = {k: f"{100 * r[k]:5.1f} cm" for k in ("nearest_item_m", "nearest_layout_m", "swap_moves_item_m",
                                                    "evaluated_item_spread_m")}
         print(f"{r['task']:18s} demos {r['demonstrations']:4d}  nearest item {cm['nearest_item_m']} "
@@ -104,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
               f"evaluated item spread {cm['evaluated_item_spread_m']}", flush=True)
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps({"run": a.run.name, "demonstrations": len(demos), "tasks": rows},
+        a.out.write_text(json.dumps({"run": a.run.name, "family": demos[0]["family"],
+                                    "demonstrations": len(demos), "tasks": rows},
                                     indent=1) + "\n")
     return 0
 

@@ -12,7 +12,7 @@ import pytest
 from sim.families.libero_object.scene import TASKS
 from studies import libero_layout_audit as audit
 
-KEY = "alphabet_soup"
+FAMILY, KEY = "libero_object", "alphabet_soup"
 TASK, ITEM, _, (PARTNER, *_) = TASKS[KEY]
 
 
@@ -37,7 +37,8 @@ def run(tmp_path, monkeypatch):
     write_demo(tmp_path, "swap", "swap1", [[0.3, 0.04], [0.0, 0.0]])
     starts = {"position": [{ITEM: np.array([0.3, 0.0]), PARTNER: np.array([0.0, 0.0])}] * 2,
               "none": [{ITEM: np.array([0.0, 0.0]), PARTNER: np.array([0.3, 0.0])}]}
-    monkeypatch.setattr(audit, "evaluated", lambda task, perturb: starts[perturb] if task == TASK else [])
+    monkeypatch.setattr(audit, "evaluated", lambda suite, task, perturb:
+                        starts[perturb] if (suite, task) == (FAMILY, TASK) else [])
     return tmp_path
 
 
@@ -53,4 +54,23 @@ def test_the_nearest_demonstration_is_measured_by_its_item_and_its_whole_layout(
 
 def test_a_folder_without_demonstrations_is_refused(tmp_path, capsys):
     assert audit.main(["--run", str(tmp_path)]) == 2
-    assert "no libero_object demonstrations" in capsys.readouterr().err
+    assert "no demonstrations of a LIBERO family" in capsys.readouterr().err
+
+
+def test_a_spatial_run_is_read_by_its_plate(tmp_path):
+    """On `libero_spatial` the position perturbation moves the plate: a demonstration's `start` is its
+    `plate` factor, and the audited item is the plate."""
+    from sim.families.libero_spatial.scene import PLATE
+    from sim.families.libero_spatial.scene import TASKS as SPATIAL
+
+    key = next(iter(SPATIAL))
+    folder = tmp_path / "episodes" / "round_00"
+    folder.mkdir(parents=True)
+    scene = {"family": "libero_spatial", "libero": {"task": SPATIAL[key][0]},
+             "factors": {"task": {"task": key}, "spatial": {"plate": "swap1", "shift": "plus_y"}}}
+    (folder / "demo_a.json").write_text(json.dumps({"scene": scene, "layout": {"objects": [PLATE]}}))
+    np.savez(folder / "demo_a.npz", s_obj_pos=np.zeros((2, 1, 3)))
+    [demo] = audit.demonstrations(tmp_path)
+    assert (demo["family"], demo["task"], demo["start"], demo["shift"]) == ("libero_spatial", key, "swap1",
+                                                                          "plus_y")
+    assert audit.family_tasks("libero_spatial")[key] == (SPATIAL[key][0], PLATE)
