@@ -568,10 +568,14 @@ def protocol_rows(lp: dict, link: str) -> list[tuple[str, str]]:
         pos, task = (f"{100 * paper[key][p]:.0f} %" for p in ("position", "task")) if key else ("", "")
         theirs = f"; the paper's CoDA (π0.5, 5 rounds, theirs): position {pos}, task {task}" if key else ""
         whose = "its bootstrap (round 0)" if boot == run else f"its bootstrap (`{boot}`'s round 0)"
+        control = CONTROLS.get(run)
+        rc = libero_row(lp, f"loop `{control}`, round {k}", PROTOCOL, suite) if control else None
+        controlled = (f"; its control `{control}`, round {k} (the seed program's scenes, no critic): "
+                      f"{of_n(rc)}") if rc else ""
         out.append((suite, f"| [LIBERO-Pro]({link}liberopro.md) `{suite}` by the protocol ({PROTOCOL} "
                     f"episodes per task, init states 0–{PROTOCOL - 1}): successes; privileged state, not "
                     f"images | the loop's `{run}`, {round_label(k, judged)}: {of_n(rk)} | {whose}: "
-                    f"{of_n(r0)}{theirs} |"))
+                    f"{of_n(r0)}{controlled}{theirs} |"))
     return out
 
 

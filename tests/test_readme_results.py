@@ -176,7 +176,7 @@ def test_a_suite_s_protocol_run_replaces_its_five_episode_row():
 
     mod = _script()
     lp = json.loads((ROOT / "docs/results/liberopro.json").read_text())
-    runs = ("libero_t1", "libero_r1", "libero_r2")  # the committed protocol runs, taken out
+    runs = ("libero_t1", "libero_r1", "libero_r2", "libero_sft2")  # the committed protocol runs, taken out
     lp["ours"] = [r for r in lp["ours"] if not any(f"`{run}`" in r["row"] for run in runs)]
     assert mod.protocol_rows(lp, "") == []
 
@@ -203,6 +203,15 @@ def test_a_suite_s_protocol_run_replaces_its_five_episode_row():
     lp["ours"] += [{**row(5, 50, {"position": 210}), "row": "loop `libero_r1`, round 5"}]
     (suite, line), = mod.protocol_rows(lp, "")
     assert "the loop's `libero_r1`, round 5: original –, position 210/500, instruction –" in line
+    # a run with a control (`CONTROLS`) shows the control's same round beside its bootstrap, once it is in
+    lp["ours"] += [{**row(5, 50, {"position": 300}), "row": "loop `libero_r2`, round 5"}]
+    (suite, line), = mod.protocol_rows(lp, "")
+    assert "the loop's `libero_r2`, round 5: original –, position 300/500" in line and "control" not in line
+    lp["ours"] += [{**row(5, 50, {"none": 260, "position": 230}), "row": "loop `libero_sft2`, round 5"}]
+    (suite, line), = mod.protocol_rows(lp, "")
+    assert ("position 120/500, instruction –, task –; its control `libero_sft2`, round 5 (the seed "
+            "program's scenes, no critic): original 260/500, position 230/500, instruction –, task –; the "
+            "paper's") in line
 
 
 def test_the_libero_sentence_reads_position_from_the_shown_protocol_run(tmp_path: Path):
