@@ -51,17 +51,19 @@ def family_tasks(family: str) -> dict[str, tuple[str, str]]:
     raise ValueError(f"{family}: not a LIBERO family (choose from {', '.join(FAMILIES)})")
 
 
-def demonstrations(run: Path, family: str | None = None) -> list[dict[str, Any]]:
-    """Every kept demonstration of the run's LIBERO family (`family`, else the one its demonstrations are
-    of): its family, task key, factors and each object's (x, y) at its start."""
-    out = []
+def demonstrations(run: Path) -> list[dict[str, Any]]:
+    """Every kept demonstration of the run's LIBERO family (the first one its demonstrations are of): its
+    family, task key, factors and each object's (x, y) at its start."""
+    out: list[dict[str, Any]] = []
+    family, by_name = None, {}
     for meta in sorted(run.glob("episodes/round_*/demo_*.json")):
         rec = json.loads(meta.read_text())
         scene = rec["scene"]
         if scene.get("family") not in FAMILIES or family not in (None, scene["family"]):
             continue
-        family = scene["family"]
-        by_name = {name: key for key, (name, _) in family_tasks(family).items()}
+        if family is None:
+            family = scene["family"]
+            by_name = {name: key for key, (name, _) in family_tasks(family).items()}
         with np.load(meta.with_suffix(".npz"), allow_pickle=False) as z:
             pos = z["s_obj_pos"][0]
         names = rec["layout"]["objects"]
@@ -88,10 +90,10 @@ def audit_task(key: str, demos: list[dict[str, Any]]) -> dict[str, Any]:
 
     family = demos[0]["family"]
     task, item = family_tasks(family)[key]
-    swap, own = evaluated(family, task, "position"), evaluated(family, task, "none")
     mine = [d for d in demos if d["task"] == key]
-    if not mine:
+    if not mine:  # nothing to measure: the task's files are not opened
         return {"task": key, "item": item, "demonstrations": 0}
+    swap, own = evaluated(family, task, "position"), evaluated(family, task, "none")
     ev_item = np.array([e[item] for e in swap])
     item_d = [float(np.min(np.linalg.norm(ev_item - d["xy"][item], axis=1))) for d in mine]
     layout_d = [min(starts.distance(d["xy"], e) for e in swap) for d in mine]  # on the floor: (x, y) only
