@@ -16,6 +16,10 @@ direction from the gripper has the largest cosine with the chunk's summed x-y tr
 direction are not told apart). Beside them the run's evaluation's successes of that task under the
 perturbation, when its file is there. A probe of the first state, not a rollout: what the arm touched in a
 failed episode is not read here.
+
+The suite is the run's family: `libero_object`'s own item is the one its scene was built around;
+`libero_spatial`'s and `libero_goal`'s is the goal's object (the bowl the words single out of two identical
+bowls), read with the original suite's words for the same task.
 """
 
 from __future__ import annotations
@@ -31,7 +35,6 @@ import numpy as np
 from common.cli import command_parser
 from experiments.liberopro.evaluate import PERTURB
 
-SUITE = "libero_object"
 LOOP_RESULTS = Path("docs/results/libero/loop")
 
 
@@ -54,18 +57,20 @@ def readings(policy: Any, feats: dict[str, np.ndarray], names: list[str], ee_xy:
             "heads_to": names[int(cos.argmax())]}
 
 
-def probe_task(task: Any, own: dict[str, tuple[str, str]], policy: Any, n: int) -> dict[str, Any]:
-    """One task of the perturbed suite: its first `n` evaluated states, read under both instructions."""
+def probe_task(task: Any, own: dict[str, tuple[str | None, str]], policy: Any, n: int) -> dict[str, Any]:
+    """One task of the perturbed suite: its first `n` evaluated states, read under both instructions (the
+    own item None: the goal's object)."""
     from coda_policy.object_token.features import featurize, token_names
     from coda_policy.object_token.libero_features import reader
     from common.text import default_embedder
     from experiments.liberopro.evaluate import init_states
     from sim.libero.env import LiberoEnv
 
-    own_item, own_words = own[task.name]
+    own_item, own_words = own.get(task.name, (None, task.instruction))
     emb, env = default_embedder(), LiberoEnv.for_task(task)
     try:
         goal_item = env.goal[0][1]
+        own_item = own_item or goal_item
         rows = []
         for i, state in enumerate(init_states(task)[:n]):
             env.reset(state, seed=i)
@@ -93,6 +98,30 @@ def probe_task(task: Any, own: dict[str, tuple[str, str]], policy: Any, n: int) 
                for tag in ("instruction", "own_instruction")}}
 
 
+SUITES = ("libero_object", "libero_spatial", "libero_goal")
+
+
+def evaluated(run: str, round_: int, perturb: str) -> dict[str, int]:
+    """Successes per task of the run's protocol evaluation of that round and perturbation: its file, or the
+    per-task files of one still running."""
+    stem = LOOP_RESULTS / run / f"round{round_}_{perturb}_50ep"
+    whole = stem.with_suffix(".json")
+    if whole.is_file():
+        parts = json.loads(whole.read_text())["tasks_run"]
+    else:
+        parts = [json.loads(p.read_text())["task"] for p in sorted(Path(f"{stem}.tasks").glob("*.json"))]
+    return {t["name"]: t["successes"] for t in parts}
+
+
+def run_suite(run: Path) -> str | None:
+    """The LIBERO suite a run's family stands for, from its config.json (None: not a LIBERO run)."""
+    try:
+        families = json.loads((run / "config.json").read_text()).get("families", [])
+    except (OSError, ValueError):
+        return None
+    return next((f for f in families if f in SUITES), None)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = command_parser("studies.libero_target_probe", __doc__)
     ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
@@ -109,27 +138,33 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if a.states < 1:
         ap.error("--states must be >= 1")
+    suite = run_suite(a.run)
+    if suite is None:
+        print(f"error: {a.run}: not a LIBERO run (its config.json names no libero_object, libero_spatial or "
+              "libero_goal family)", file=sys.stderr)
+        return 2
     import torch
 
     from coda_policy.registry import load_policy
     from experiments.liberopro.evaluate import tasks
-    from sim.families.libero_object.scene import TASKS
 
     torch.set_num_threads(1)
     policy = load_policy(path)
     policy.eval()
-    original = {t.name: t.instruction for t in tasks(SUITE, "none")}
-    own = {row[0]: (row[1], original[row[0]]) for row in TASKS.values()}
+    original = {t.name: t.instruction for t in tasks(suite, "none")}
+    own: dict[str, tuple[str | None, str]] = {name: (None, words) for name, words in original.items()}
+    if suite == "libero_object":
+        from sim.families.libero_object.scene import TASKS
+
+        own = {row[0]: (row[1], original[row[0]]) for row in TASKS.values()}
     try:
-        rows = [probe_task(t, own, policy, a.states) for t in tasks(SUITE, a.perturb) if t.usable]
+        rows = [probe_task(t, own, policy, a.states) for t in tasks(suite, a.perturb) if t.usable]
     except ValueError as e:  # a policy without a target head
         print(f"error: {path}: {e}", file=sys.stderr)
         return 2
-    result = LOOP_RESULTS / a.run.name / f"round{a.round}_{a.perturb}_50ep.json"
-    if result.is_file():
-        done = {t["name"]: t["successes"] for t in json.loads(result.read_text())["tasks_run"]}
-        for r in rows:
-            r["successes_of_50"] = done.get(r["task"])
+    done = evaluated(a.run.name, a.round, a.perturb)
+    for r in rows:
+        r["successes_of_50"] = done.get(r["task"])
     def most(tally: dict[str, int]) -> str:
         return ", ".join(f"{k} {v}" for k, v in tally.items())
 
@@ -140,9 +175,9 @@ def main(argv: list[str] | None = None) -> int:
               f"head: {most(mine['head'])} | successes {r.get('successes_of_50', '–')}", flush=True)
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps({"run": a.run.name, "round": a.round, "perturb": a.perturb,
-                                     "policy": str(path), "states_per_task": a.states, "tasks": rows},
-                                    indent=1) + "\n")
+        a.out.write_text(json.dumps({"run": a.run.name, "suite": suite, "round": a.round,
+                                     "perturb": a.perturb, "policy": str(path), "states_per_task": a.states,
+                                     "tasks": rows}, indent=1) + "\n")
     return 0
 
 

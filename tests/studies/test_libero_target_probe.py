@@ -41,3 +41,26 @@ def test_a_round_without_a_policy_is_refused(tmp_path, capsys):
     assert probe.main(["--run", str(tmp_path), "--round", "5"]) == 2
     err = capsys.readouterr().err
     assert "round_05.safetensors: no such policy" in err and "round_00" in err
+
+
+def test_the_suite_is_the_runs_libero_family(tmp_path, capsys):
+    (tmp_path / "config.json").write_text('{"families": ["libero_spatial"]}')
+    assert probe.run_suite(tmp_path) == "libero_spatial"
+    (tmp_path / "config.json").write_text('{"families": ["pick_place"]}')
+    assert probe.run_suite(tmp_path) is None
+    (tmp_path / "policy").mkdir()
+    (tmp_path / "policy" / "round_00.safetensors").write_bytes(b"")
+    assert probe.main(["--run", str(tmp_path), "--round", "0"]) == 2
+    assert "not a LIBERO run" in capsys.readouterr().err
+
+
+def test_successes_come_from_a_running_evaluations_task_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(probe, "LOOP_RESULTS", tmp_path)
+    parts = tmp_path / "run_a" / "round0_position_50ep.tasks"
+    parts.mkdir(parents=True)
+    (parts / "00_x.json").write_text('{"task": {"name": "x", "successes": 7}}')
+    assert probe.evaluated("run_a", 0, "position") == {"x": 7}
+    (tmp_path / "run_a" / "round0_position_50ep.json").write_text(
+        '{"tasks_run": [{"name": "x", "successes": 9}, {"name": "y", "successes": 0}]}')
+    assert probe.evaluated("run_a", 0, "position") == {"x": 9, "y": 0}
+    assert probe.evaluated("run_a", 5, "position") == {}
