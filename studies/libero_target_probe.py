@@ -122,27 +122,46 @@ def run_suite(run: Path) -> str | None:
     return next((f for f in families if f in SUITES), None)
 
 
+def add_run_args(ap: Any, perturb: str) -> None:
+    """--run, --round and --perturb, as the LIBERO studies that read one round's policy take them."""
+    ap.add_argument("--run", type=Path, required=True, help="a LIBERO run directory (`agents.run`)")
+    ap.add_argument("--round", type=int, required=True, help="its round whose policy is read")
+    ap.add_argument("--perturb", choices=sorted(PERTURB), default=perturb,
+                    help=f"the LIBERO-Pro suite whose starts are read (default {perturb})")
+
+
+def run_policy(run: Path, round_: int) -> tuple[Path, str]:
+    """A LIBERO run's policy of that round and the suite its family stands for; a ValueError says which is
+    missing."""
+    path = run / "policy" / f"round_{round_:02d}.safetensors"
+    if not path.is_file():
+        raise ValueError(f"{path}: no such policy (rounds with one: "
+                         f"{sorted(p.stem for p in (run / 'policy').glob('round_*.safetensors'))})")
+    suite = run_suite(run)
+    if suite is None:
+        raise ValueError(f"{run}: not a LIBERO run (its config.json names none of {', '.join(SUITES)})")
+    return path, suite
+
+
+def parse_run(ap: Any, argv: list[str] | None, count: str) -> tuple[Any, Path, str]:
+    """The arguments, the run's policy and its suite; a count under 1, a missing policy or a run of no
+    LIBERO family ends the command with a one-line error (exit 2)."""
+    a = ap.parse_args(argv)
+    if getattr(a, count) < 1:
+        ap.error(f"--{count} must be >= 1")
+    try:
+        path, suite = run_policy(a.run, a.round)
+    except ValueError as e:
+        ap.exit(2, f"error: {e}\n")
+    return a, path, suite
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = command_parser("studies.libero_target_probe", __doc__)
-    ap.add_argument("--run", type=Path, required=True, help="a run directory of `agents.run --preset libero`")
-    ap.add_argument("--round", type=int, required=True, help="its round whose policy is read")
-    ap.add_argument("--perturb", choices=sorted(PERTURB), default="task",
-                    help="the LIBERO-Pro suite whose starts are read (default task)")
+    add_run_args(ap, perturb="task")
     ap.add_argument("--states", type=int, default=10, help="init states per task, 0.. (default 10)")
     ap.add_argument("--out", type=Path, default=None, help="write the rows here (JSON)")
-    a = ap.parse_args(argv)
-    path = a.run / "policy" / f"round_{a.round:02d}.safetensors"
-    if not path.is_file():
-        print(f"error: {path}: no such policy (rounds with one: "
-              f"{sorted(p.stem for p in (a.run / 'policy').glob('round_*.safetensors'))})", file=sys.stderr)
-        return 2
-    if a.states < 1:
-        ap.error("--states must be >= 1")
-    suite = run_suite(a.run)
-    if suite is None:
-        print(f"error: {a.run}: not a LIBERO run (its config.json names no libero_object, libero_spatial or "
-              "libero_goal family)", file=sys.stderr)
-        return 2
+    a, path, suite = parse_run(ap, argv, count="states")
     import torch
 
     from coda_policy.registry import load_policy

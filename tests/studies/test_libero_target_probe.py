@@ -5,6 +5,7 @@ the asked round's policy is refused in one line that lists the rounds it has."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from studies import libero_target_probe as probe
@@ -38,7 +39,9 @@ def test_the_head_and_the_heading_are_read_apart():
 def test_a_round_without_a_policy_is_refused(tmp_path, capsys):
     (tmp_path / "policy").mkdir()
     (tmp_path / "policy" / "round_00.safetensors").write_bytes(b"")
-    assert probe.main(["--run", str(tmp_path), "--round", "5"]) == 2
+    with pytest.raises(SystemExit) as end:
+        probe.main(["--run", str(tmp_path), "--round", "5"])
+    assert end.value.code == 2
     err = capsys.readouterr().err
     assert "round_05.safetensors: no such policy" in err and "round_00" in err
 
@@ -50,7 +53,9 @@ def test_the_suite_is_the_runs_libero_family(tmp_path, capsys):
     assert probe.run_suite(tmp_path) is None
     (tmp_path / "policy").mkdir()
     (tmp_path / "policy" / "round_00.safetensors").write_bytes(b"")
-    assert probe.main(["--run", str(tmp_path), "--round", "0"]) == 2
+    with pytest.raises(SystemExit) as end:
+        probe.main(["--run", str(tmp_path), "--round", "0"])
+    assert end.value.code == 2
     assert "not a LIBERO run" in capsys.readouterr().err
 
 
