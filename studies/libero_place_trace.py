@@ -6,7 +6,7 @@ plate is moved; a policy that carries the bowl to the plate's own region has lea
 plate.
 
     python -m studies.libero_place_trace --run runs/libero_sp2 --round 0 --perturb position \
-        --episodes 5 --out docs/results/findings/libero_place_trace_sp2_r0.json
+        --episodes 5 --out docs/results/findings/libero_place_trace_sp2_r0_position.json
 
 Episode i repeats the protocol's episode i (same state, same seed), so its success is the evaluation's
 (up to thread-count rounding). Tasks whose goal places onto an object (`on X plate_1`) are traced; a goal
@@ -51,17 +51,18 @@ def trace_task(task: Any, own_task: Any, policy: str, episodes: int) -> dict[str
             return {"task": task.name, "skipped": f"goal {goal}: not an object placed on an object"}
         subject, target = goal[1], goal[2]
         own_env = LiberoEnv.for_task(own_task)
-        own_states = init_states(own_task)
+        states, own_states = init_states(task), init_states(own_task)
+        n = min(episodes, len(states), len(own_states))
         try:
             own_xy = []
-            for i in range(episodes):
+            for i in range(n):
                 own_env.reset(own_states[i], seed=i)
                 own_xy.append(own_env.box(target).center[:2])
         finally:
             own_env.close()
         learned = LiberoPolicy(policy, env, task.instruction)
         rows = []
-        for i, state in enumerate(init_states(task)[:episodes]):
+        for i, state in enumerate(states[:n]):
             env.reset(state, seed=i)
             learned.reset(i)
             z0, lifted, done = float(env.box(subject).lo[2]), False, False
