@@ -67,10 +67,12 @@ def probe_task(task: Any, own: dict[str, tuple[str | None, str]], policy: Any, n
     from sim.libero.env import LiberoEnv
 
     own_item, own_words = own.get(task.name, (None, task.instruction))
-    emb, env = default_embedder(), LiberoEnv.for_task(task)
+    env = LiberoEnv.for_task(task)
     try:
         goal_item = env.goal[0][1]
-        own_item = own_item or goal_item
+        if not env.is_object(goal_item):  # a drawer's region, say: no token the head could name
+            return {"task": task.name, "skipped": f"the goal's subject {goal_item} is no object token"}
+        own_item, emb = own_item or goal_item, default_embedder()
         rows = []
         for i, state in enumerate(init_states(task)[:n]):
             env.reset(state, seed=i)
@@ -188,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         return ", ".join(f"{k} {v}" for k, v in tally.items())
 
     for r in rows:
+        if "skipped" in r:
+            print(f"{r['task']}: skipped ({r['skipped']})", flush=True)
+            continue
         named, mine = r["instruction"], r["own_instruction"]
         print(f"{r['named_item']:20s} in {r['own_item']:20s} head: {most(named['head'])} "
               f"(p(named) {named['mean_p_named']:.2f}); heads to: {most(named['heads_to'])} | own words, "

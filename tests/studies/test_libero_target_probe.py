@@ -69,3 +69,20 @@ def test_successes_come_from_a_running_evaluations_task_files(tmp_path, monkeypa
         '{"tasks_run": [{"name": "x", "successes": 9}, {"name": "y", "successes": 0}]}')
     assert probe.evaluated("run_a", 0, "position") == {"x": 9, "y": 0}
     assert probe.evaluated("run_a", 5, "position") == {}
+
+
+def test_a_goal_about_no_object_is_skipped_not_read(monkeypatch):
+    """libero_goal's drawer task: its goal's subject is a cabinet's region, which no token stands for."""
+    from types import SimpleNamespace
+
+    from sim.libero.env import LiberoEnv
+
+    closed = []
+    env = SimpleNamespace(goal=[["open", "wooden_cabinet_1_middle_region"]], is_object=lambda name: False,
+                          close=lambda: closed.append(True))
+    monkeypatch.setattr(LiberoEnv, "for_task", staticmethod(lambda task: env))
+    task = SimpleNamespace(name="open_the_middle_drawer_of_the_cabinet", instruction="open the middle drawer")
+    r = probe.probe_task(task, {}, policy=None, n=10)
+    assert r == {"task": task.name,
+                 "skipped": "the goal's subject wooden_cabinet_1_middle_region is no object token"}
+    assert closed == [True]
