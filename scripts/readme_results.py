@@ -572,9 +572,11 @@ def protocol_rows(lp: dict, link: str) -> list[tuple[str, str]]:
         rc = libero_row(lp, f"loop `{control}`, round {k}", PROTOCOL, suite) if control else None
         controlled = (f"; its control `{control}`, round {k} (the seed program's scenes, no critic): "
                       f"{of_n(rc)}") if rc else ""
+        ours = (f"{round_label(k, judged)}: {of_n(rk)}" if rk else
+                f"judged at round {judged}: not evaluated yet")
         out.append((suite, f"| [LIBERO-Pro]({link}liberopro.md) `{suite}` by the protocol ({PROTOCOL} "
                     f"episodes per task, init states 0–{PROTOCOL - 1}): successes; privileged state, not "
-                    f"images | the loop's `{run}`, {round_label(k, judged)}: {of_n(rk)} | {whose}: "
+                    f"images | the loop's `{run}`, {ours} | {whose}: "
                     f"{of_n(r0)}{controlled}{theirs} |"))
     return out
 

@@ -192,7 +192,7 @@ def test_a_suite_s_protocol_run_replaces_its_five_episode_row():
     lp["ours"] += [row(0, 50, {"none": 240, "position": 120})]
     (suite, line), = mod.protocol_rows(lp, "")
     assert suite == "libero_object"
-    assert "round 3: original –, position –, instruction –, task – |" in line
+    assert "the loop's `libero_t1`, judged at round 3: not evaluated yet |" in line
     assert "its bootstrap (round 0): original 240/500, position 120/500, instruction –, task –; the " \
         "paper's" in line
     # a run on that bootstrap whose rounds retrain (`libero_r1`, judged at round 5) takes the row once its
