@@ -22,8 +22,9 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from common.cli import command_parser
+from common.cli import command_parser, run_cli
 from experiments.liberopro.run import evaluation_file, recorded_rounds
 
 PROTOCOL = 50  # episodes per task
@@ -186,45 +187,50 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="list the steps, done and to do; run nothing")
     a = ap.parse_args(argv)
     names = [n for n in a.only.split(",") if n]
-    unknown = sorted(set(names) - {i.name for i in PLAN})
+    known = list(dict.fromkeys(i.name for i in PLAN))
+    unknown = sorted(set(names) - set(known))
     if unknown:
-        ap.error(f"--only: {', '.join(unknown)} not in the plan ({', '.join(i.name for i in PLAN)})")
+        ap.error(f"--only: {', '.join(unknown)} not in the plan ({', '.join(known)})")
     plan = [i for i in PLAN if not names or i.name in names]
     if not a.dry_run:
         os.nice(5)  # the campaign's commands yield to interactive work; they inherit it
-    failed = []
-    for item in plan:
-        for step in steps(item, a.runs, a.out, a.workers, a.commit):
-            if a.dry_run or step.done:
-                print(f"{'done' if step.done else 'to do'}: {step.what}  (python -m {' '.join(step.argv)})",
-                      flush=True)
-                if a.dry_run:
-                    continue
-                if step.record is not None and step.record not in recorded_rounds(
-                        a.out / item.name / "run_metrics.jsonl"):  # a round whose record did not land
-                    record(a.runs / item.name, a.out, step.record, a.commit)
-                continue
-            wait_free(a.runs / item.name)
-            if step.done:  # the run that held the directory finished it
-                print(f"done: {step.what}", flush=True)
-                if step.record is not None:
-                    record(a.runs / item.name, a.out, step.record, a.commit)
-                continue
-            print(f"# {step.what}: python -m {' '.join(step.argv)}", flush=True)
-            if subprocess.run([sys.executable, "-m", *step.argv], check=False).returncode != 0:
-                print(f"# {step.what}: failed; {item.name}'s later steps are left for the next run",
-                      file=sys.stderr, flush=True)
-                failed.append(item.name)
-                break
-            if step.record is not None:
-                record(a.runs / item.name, a.out, step.record, a.commit)
-            if step.output is not None and a.commit:
-                from experiments.table.record import commit_files
 
-                commit_files([step.output], f"{step.what} (experiments.liberopro.campaign)")
-    if failed:
-        print(f"failed: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
+    def body() -> int:
+        failed = [item.name for item in plan if not run_item(item, a)]
+        if failed:
+            print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1 if failed else 0
+
+    return run_cli(body, hint=lambda: "rerun the same command to go on where it stopped")
+
+
+def run_item(item: Run | Evaluation | Study, a: Any) -> bool:
+    """The item's steps not done yet, in order; False when one failed (its later steps are not run)."""
+    for step in steps(item, a.runs, a.out, a.workers, a.commit):
+        if a.dry_run:
+            print(f"{'done' if step.done else 'to do'}: {step.what}  (python -m {' '.join(step.argv)})",
+                  flush=True)
+            continue
+        if not step.done:
+            wait_free(a.runs / item.name)  # another agents.run may be finishing it
+        if step.done:
+            print(f"done: {step.what}", flush=True)
+            if step.record is not None and step.record not in recorded_rounds(
+                    a.out / item.name / "run_metrics.jsonl"):  # a round whose record did not land
+                record(a.runs / item.name, a.out, step.record, a.commit)
+            continue
+        print(f"# {step.what}: python -m {' '.join(step.argv)}", flush=True)
+        if subprocess.run([sys.executable, "-m", *step.argv], check=False).returncode != 0:
+            print(f"# {step.what}: failed; {item.name}'s later steps are left for the next run",
+                  file=sys.stderr, flush=True)
+            return False
+        if step.record is not None:
+            record(a.runs / item.name, a.out, step.record, a.commit)
+        if step.output is not None and a.commit:
+            from experiments.table.record import commit_files
+
+            commit_files([step.output], f"{step.what} (experiments.liberopro.campaign)")
+    return True
 
 
 if __name__ == "__main__":
