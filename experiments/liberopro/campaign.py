@@ -201,7 +201,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1 if failed else 0
 
-    return run_cli(body, hint=lambda: "rerun the same command to go on where it stopped")
+    try:
+        return run_cli(body, hint=lambda: "rerun the same command to go on where it stopped")
+    except KeyboardInterrupt:  # the running step got it too, and stopped where it resumes
+        print("\nstopped; rerun the same command to go on where it stopped", file=sys.stderr)
+        return 130
 
 
 def run_item(item: Run | Evaluation | Study, a: Any) -> bool:

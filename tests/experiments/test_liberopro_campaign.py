@@ -98,3 +98,13 @@ def test_a_study_runs_once_its_output_is_missing(tmp_path):
     assert not step.done and step.output == out
     out.write_text("{}")
     assert step.done
+
+
+def test_ctrl_c_stops_in_one_line_that_says_how_to_go_on(monkeypatch, capsys):
+    def interrupted(item, a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(campaign.os, "nice", lambda n: 0)
+    monkeypatch.setattr(campaign, "run_item", interrupted)
+    assert campaign.main([]) == 130
+    assert "rerun the same command to go on" in capsys.readouterr().err
