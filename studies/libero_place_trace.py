@@ -9,8 +9,9 @@ plate.
         --episodes 5 --out docs/results/findings/libero_place_trace_sp2_r0_position.json
 
 Episode i repeats the protocol's episode i (same state, same seed), so its success is the evaluation's
-(up to thread-count rounding). Tasks whose goal places onto an object (`on X plate_1`) are traced; a goal
-into a region or a drawer is reported skipped. A reading of the protocol's starts for a diagnosis, as
+(up to thread-count rounding). Tasks whose goal puts an object on or in a place (an object, or a region
+such as a stove's cook region or a drawer) are traced; any other goal (open a drawer, turn a knob) is
+reported skipped. A reading of the protocol's starts for a diagnosis, as
 `studies.libero_target_probe`: no setting is chosen from it.
 """
 
@@ -38,6 +39,14 @@ def nearer(end: np.ndarray, target: np.ndarray, own: np.ndarray, *, tie_m: float
     return "target" if d_t < d_o else "own"
 
 
+def place(env: Any, name: str) -> np.ndarray | None:
+    """Where a goal's target stands on the table (x, y): an object's box centre, or a region's site (a
+    stove's cook region, a cabinet's drawer); None for neither."""
+    if env.is_object(name):
+        return env.box(name).center[:2]
+    return env.site_pos(name)[:2] if env.has_site(name) else None
+
+
 def trace_task(task: Any, own_task: Any, policy: str, episodes: int) -> dict[str, Any]:
     """Up to `episodes` protocol episodes of one task, each traced."""
     from coda_policy.object_token.libero_features import LiberoPolicy
@@ -47,8 +56,8 @@ def trace_task(task: Any, own_task: Any, policy: str, episodes: int) -> dict[str
     env = LiberoEnv.for_task(task)
     try:
         goal = env.goal[0] if env.goal else []
-        if len(goal) != 3 or not (env.is_object(goal[1]) and env.is_object(goal[2])):
-            return {"task": task.name, "skipped": f"goal {goal}: not an object placed on an object"}
+        if len(goal) != 3 or not env.is_object(goal[1]) or place(env, goal[2]) is None:
+            return {"task": task.name, "skipped": f"goal {goal}: not an object put on or in a place"}
         subject, target = goal[1], goal[2]
         own_env = LiberoEnv.for_task(own_task)
         states, own_states = init_states(task), init_states(own_task)
@@ -57,7 +66,7 @@ def trace_task(task: Any, own_task: Any, policy: str, episodes: int) -> dict[str
             own_xy = []
             for i in range(n):
                 own_env.reset(own_states[i], seed=i)
-                own_xy.append(own_env.box(target).center[:2])
+                own_xy.append(place(own_env, target))
         finally:
             own_env.close()
         learned = LiberoPolicy(policy, env, task.instruction)
@@ -66,7 +75,7 @@ def trace_task(task: Any, own_task: Any, policy: str, episodes: int) -> dict[str
             env.reset(state, seed=i)
             learned.reset(i)
             z0, lifted, done = float(env.box(subject).lo[2]), False, False
-            target_xy = env.box(target).center[:2]
+            target_xy = place(env, target)
             while env.steps < task.max_steps and not done:
                 env.step(learned.act())
                 lifted |= float(env.box(subject).lo[2]) > z0 + LIFT_M

@@ -38,3 +38,15 @@ def test_only_a_lifted_failure_says_where_it_was_put():
     s = trace.summary(rows)
     assert (s["episodes"], s["successes"], s["failed_lifted"]) == (3, 1, 1)
     assert s["failed_nearer"] == {"target": 0, "own": 1, "neither": 0}
+
+
+def test_a_target_is_an_object_or_a_region_site():
+    from types import SimpleNamespace
+
+    box = SimpleNamespace(center=np.array([0.1, 0.2, 0.9]))
+    env = SimpleNamespace(is_object=lambda n: n == "plate_1", box=lambda n: box,
+                          has_site=lambda n: n == "flat_stove_1_cook_region",
+                          site_pos=lambda n: np.array([-0.25, 0.2, 0.95]))
+    assert trace.place(env, "plate_1").tolist() == [0.1, 0.2]
+    assert trace.place(env, "flat_stove_1_cook_region").tolist() == [-0.25, 0.2]
+    assert trace.place(env, "wooden_cabinet_1_middle_region") is None  # a drawer to open: no place
