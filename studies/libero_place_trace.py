@@ -27,7 +27,6 @@ from common.cli import command_parser
 from studies.libero_target_probe import add_run_args, parse_run
 
 NEARER = ("target", "own", "neither")
-LIFT_M = 0.03  # as the protocol's failure phase: lifted once its bottom rose this far
 
 
 def nearer(end: np.ndarray, target: np.ndarray, own: np.ndarray, *, tie_m: float = 0.05) -> str:
@@ -50,7 +49,7 @@ def place(env: Any, name: str) -> np.ndarray | None:
 def trace_task(task: Any, own_task: Any, policy: str, episodes: int) -> dict[str, Any]:
     """Up to `episodes` protocol episodes of one task, each traced."""
     from coda_policy.object_token.libero_features import LiberoPolicy
-    from experiments.liberopro.evaluate import init_states
+    from experiments.liberopro.evaluate import _LiftWatch, init_states
     from sim.libero.env import LiberoEnv
 
     env = LiberoEnv.for_task(task)
@@ -74,14 +73,14 @@ def trace_task(task: Any, own_task: Any, policy: str, episodes: int) -> dict[str
         for i, state in enumerate(states[:n]):
             env.reset(state, seed=i)
             learned.reset(i)
-            z0, lifted, done = float(env.box(subject).lo[2]), False, False
+            lift, done = _LiftWatch(env, subject), False  # "lifted" as the protocol's failure phase reads it
             target_xy = place(env, target)
             while env.steps < task.max_steps and not done:
                 env.step(learned.act())
-                lifted |= float(env.box(subject).lo[2]) > z0 + LIFT_M
+                lift.watch()
                 done = env.success()
             end = env.box(subject).center[:2]
-            rows.append({"state": i, "success": bool(done), "lifted": lifted,
+            rows.append({"state": i, "success": bool(done), "lifted": lift.lifted,
                          "to_target_m": round(float(np.linalg.norm(end - target_xy)), 3),
                          "to_own_m": round(float(np.linalg.norm(end - own_xy[i])), 3),
                          "target_moved_m": round(float(np.linalg.norm(target_xy - own_xy[i])), 3),

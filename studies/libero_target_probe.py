@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from common.cli import command_parser
-from experiments.liberopro.evaluate import PERTURB
+from experiments.liberopro.evaluate import EPISODES, PERTURB
 
 LOOP_RESULTS = Path("docs/results/libero/loop")
 
@@ -100,28 +100,29 @@ def probe_task(task: Any, own: dict[str, tuple[str | None, str]], policy: Any, n
                for tag in ("instruction", "own_instruction")}}
 
 
-SUITES = ("libero_object", "libero_spatial", "libero_goal")
-
-
 def evaluated(run: str, round_: int, perturb: str) -> dict[str, int]:
     """Successes per task of the run's protocol evaluation of that round and perturbation: its file, or the
     per-task files of one still running."""
-    stem = LOOP_RESULTS / run / f"round{round_}_{perturb}_50ep"
-    whole = stem.with_suffix(".json")
+    from experiments.liberopro.records import tasks_folder
+    from experiments.liberopro.run import evaluation_file
+
+    whole = evaluation_file(LOOP_RESULTS / run, round_, perturb, EPISODES)
     if whole.is_file():
         parts = json.loads(whole.read_text())["tasks_run"]
     else:
-        parts = [json.loads(p.read_text())["task"] for p in sorted(Path(f"{stem}.tasks").glob("*.json"))]
+        parts = [json.loads(p.read_text())["task"] for p in sorted(tasks_folder(whole).glob("*.json"))]
     return {t["name"]: t["successes"] for t in parts}
 
 
 def run_suite(run: Path) -> str | None:
-    """The LIBERO suite a run's family stands for, from its config.json (None: not a LIBERO run)."""
+    """The LIBERO suite a run's family stands for (`experiments.liberopro.run.run_suite`: the family's own
+    suite), None when it is not a LIBERO run."""
+    from experiments.liberopro.run import run_suite as family_suite
+
     try:
-        families = json.loads((run / "config.json").read_text()).get("families", [])
-    except (OSError, ValueError):
+        return family_suite(run)
+    except (OSError, ValueError, KeyError):
         return None
-    return next((f for f in families if f in SUITES), None)
 
 
 def add_run_args(ap: Any, perturb: str) -> None:
@@ -141,7 +142,7 @@ def run_policy(run: Path, round_: int) -> tuple[Path, str]:
                          f"{sorted(p.stem for p in (run / 'policy').glob('round_*.safetensors'))})")
     suite = run_suite(run)
     if suite is None:
-        raise ValueError(f"{run}: not a LIBERO run (its config.json names none of {', '.join(SUITES)})")
+        raise ValueError(f"{run}: not a LIBERO run (its config.json names no LIBERO family)")
     return path, suite
 
 

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from common.cli import command_parser, run_cli
+from experiments.liberopro.evaluate import EPISODES
 from experiments.liberopro.run import evaluation_file, recorded_rounds
 
-PROTOCOL = 50  # episodes per task
+PROTOCOL = EPISODES  # episodes per task, the protocol's
 COMMITTED = Path("docs/results/libero/loop")  # the evaluations and run records in the repository
 FORK_STEP = 2  # a run's round-0 report in its graph's checkpoints (`agents.replay RUN` lists them)
 FORK_SET = ("--set", "budget=128", "--set", "learn.retrain=true", "--set", "learn.retrain_steps=scaled")
