@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common.cli import command_parser, run_cli
+from common.cli import command_parser, run_cli, worker_count
 from experiments.liberopro.evaluate import EPISODES
 from experiments.liberopro.run import evaluation_file, recorded_rounds
 
@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=Path, default=Path("runs"), help="where the run directories are (runs/)")
     ap.add_argument("--out", type=Path, default=COMMITTED,
                     help="where the evaluations and records go (default: docs/results/libero/loop)")
-    ap.add_argument("--workers", type=int, default=2, help="processes per evaluation and per run (default 2)")
+    ap.add_argument("--workers", type=worker_count, default=2,
+                    help="processes per evaluation and per run (default 2)")
     ap.add_argument("--only", default="", help="these runs of the plan, comma-separated (default: all)")
     ap.add_argument("--commit", action="store_true", help="commit each evaluation and record as it lands")
     ap.add_argument("--dry-run", action="store_true", help="list the steps, done and to do; run nothing")
