@@ -192,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", action="store_true", help="commit each evaluation and record as it lands")
     ap.add_argument("--dry-run", action="store_true", help="list the steps, done and to do; run nothing")
     a = ap.parse_args(argv)
+    if a.workers < 1:
+        ap.error("--workers must be >= 1")
     names = [n for n in a.only.split(",") if n]
     known = list(dict.fromkeys(i.name for i in PLAN))
     unknown = sorted(set(names) - set(known))

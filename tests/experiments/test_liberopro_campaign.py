@@ -74,6 +74,13 @@ def test_an_unknown_run_is_refused():
     assert end.value.code == 2
 
 
+def test_no_workers_is_refused(capsys):
+    with pytest.raises(SystemExit) as end:
+        campaign.main(["--workers", "0", "--dry-run"])
+    assert end.value.code == 2
+    assert "--workers must be >= 1" in capsys.readouterr().err
+
+
 def test_a_step_waits_while_another_run_writes_the_directory(tmp_path):
     import fcntl
     import os
