@@ -114,17 +114,6 @@ def evaluated(run: str, round_: int, perturb: str) -> dict[str, int]:
     return {t["name"]: t["successes"] for t in parts}
 
 
-def run_suite(run: Path) -> str | None:
-    """The LIBERO suite a run's family stands for (`experiments.liberopro.run.run_suite`: the family's own
-    suite), None when it is not a LIBERO run."""
-    from experiments.liberopro.run import run_suite as family_suite
-
-    try:
-        return family_suite(run)
-    except (OSError, ValueError, KeyError):
-        return None
-
-
 def add_run_args(ap: Any, perturb: str) -> None:
     """--run, --round and --perturb, as the LIBERO studies that read one round's policy take them."""
     ap.add_argument("--run", type=Path, required=True, help="a LIBERO run directory (`agents.run`)")
@@ -140,10 +129,13 @@ def run_policy(run: Path, round_: int) -> tuple[Path, str]:
     if not path.is_file():
         raise ValueError(f"{path}: no such policy (rounds with one: "
                          f"{sorted(p.stem for p in (run / 'policy').glob('round_*.safetensors'))})")
-    suite = run_suite(run)
-    if suite is None:
-        raise ValueError(f"{run}: not a LIBERO run (its config.json names no LIBERO family)")
-    return path, suite
+    from experiments.liberopro.run import run_suite
+
+    try:
+        return path, run_suite(run)
+    except (OSError, KeyError) as e:
+        raise ValueError(f"{run}: not a LIBERO run directory (its config.json is missing or names no "
+                         f"families: {e})") from None
 
 
 def parse_run(ap: Any, argv: list[str] | None, count: str) -> tuple[Any, Path, str]:

@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from common.cli import command_parser
+from experiments.liberopro.evaluate import EPISODES
 from experiments.table.record import RUNS_RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"  # the committed evaluations the table reads
 PERTURBS = ("none", "position", "instruction", "task", "object")
-PROTOCOL = 50  # episodes per task of the protocol (init states 0-49 of each file)
+PROTOCOL = EPISODES  # episodes per task of the protocol (init states 0-49 of each file)
 SUFFIX = {"_swap": "position", "_lan": "instruction", "_task": "task", "_object": "object"}
 
 # Loop runs whose rounds ran on another run's bootstrap — its seed demonstrations, validity verdicts and

@@ -28,7 +28,7 @@ def test_a_run_without_the_policy_or_a_libero_family_is_refused(tmp_path, capsys
     with pytest.raises(SystemExit) as end:
         trace.main(["--run", str(tmp_path), "--round", "0"])
     assert end.value.code == 2
-    assert "not a LIBERO run" in capsys.readouterr().err
+    assert "'pick_place' is not a LIBERO family" in capsys.readouterr().err
 
 
 def test_only_a_lifted_failure_says_where_it_was_put():

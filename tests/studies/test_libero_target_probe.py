@@ -48,15 +48,19 @@ def test_a_round_without_a_policy_is_refused(tmp_path, capsys):
 
 def test_the_suite_is_the_runs_libero_family(tmp_path, capsys):
     (tmp_path / "config.json").write_text('{"families": ["libero_spatial"]}')
-    assert probe.run_suite(tmp_path) == "libero_spatial"
-    (tmp_path / "config.json").write_text('{"families": ["pick_place"]}')
-    assert probe.run_suite(tmp_path) is None
     (tmp_path / "policy").mkdir()
     (tmp_path / "policy" / "round_00.safetensors").write_bytes(b"")
+    assert probe.run_policy(tmp_path, 0)[1] == "libero_spatial"
+    (tmp_path / "config.json").write_text('{"families": ["pick_place"]}')
     with pytest.raises(SystemExit) as end:
         probe.main(["--run", str(tmp_path), "--round", "0"])
     assert end.value.code == 2
-    assert "not a LIBERO run" in capsys.readouterr().err
+    assert "'pick_place' is not a LIBERO family" in capsys.readouterr().err
+    (tmp_path / "config.json").unlink()
+    with pytest.raises(SystemExit) as end:
+        probe.main(["--run", str(tmp_path), "--round", "0"])
+    assert end.value.code == 2
+    assert "not a LIBERO run directory" in capsys.readouterr().err
 
 
 def test_successes_come_from_a_running_evaluations_task_files(tmp_path, monkeypatch):
