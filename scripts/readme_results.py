@@ -452,7 +452,8 @@ def libero_sentence(results: Path) -> str:
     """LIBERO-Pro's position perturbation, the one CoDA's swap layouts exist for, and the original suite it
     must not cost: per suite, its shown protocol run's round (as `protocol_rows` picks it) − its bootstrap's
     round 0, with both 95 % intervals (`experiments.liberopro.compare`: a difference shown only where both lie
-    at or above it) against issue #41's targets (position +20 pp, original −5 pp)."""
+    at or above it) against issue #41's targets (position +20 pp, original and instruction −5 pp; each said
+    once both its evaluations exist)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from experiments.liberopro.run import evaluation_file
@@ -468,9 +469,10 @@ def libero_sentence(results: Path) -> str:
                 continue
             text = f"on `{suite}` `{run}`'s {round_label(k, judged)} − its bootstrap is " + gain(
                 base, evaluation_file(folder / run, k, "position", PROTOCOL), 20)
-            none = [evaluation_file(folder / r, n, "none", PROTOCOL) for r, n in ((boot, 0), (run, k))]
-            if all(p.is_file() for p in none):
-                text += ", and on the original suite " + gain(*none, -5)
+            for perturb, where in (("none", "on the original suite"), ("instruction", "under instruction")):
+                pair = [evaluation_file(folder / r, n, perturb, PROTOCOL) for r, n in ((boot, 0), (run, k))]
+                if all(p.is_file() for p in pair):
+                    text += f", and {where} " + gain(*pair, -5)
             said.append(text + control_clause(folder, run, k, boot))
             break
     if not said:

@@ -218,7 +218,8 @@ def test_a_suite_s_protocol_run_replaces_its_five_episode_row():
 
 def test_the_libero_sentence_reads_position_from_the_shown_protocol_run(tmp_path: Path):
     """The headline's LIBERO-Pro sentence: the shown run's round − its bootstrap under position, both
-    intervals, issue #41's +20 pp called shown only where both lie above it; then the original suite's −5."""
+    intervals, issue #41's +20 pp called shown only where both lie above it; then the original suite's and
+    instruction's −5."""
     import json
 
     mod = _script()
@@ -250,6 +251,13 @@ def test_the_libero_sentence_reads_position_from_the_shown_protocol_run(tmp_path
     said = mod.libero_sentence(tmp_path)
     assert ", and on the original suite −40.0 pp (95 % intervals over episodes [" in said
     assert said.endswith("issue #41's ≥ −5 pp measured not to hold. ")
+    # and instruction, the same way, once both have it
+    evaluation("libero_t1", 0, [20] * 10, name="instruction")
+    assert "under instruction" not in mod.libero_sentence(tmp_path)
+    evaluation("libero_r1", 5, [29, 30, 31, 30, 29, 30, 31, 30, 29, 31], name="instruction")
+    said = mod.libero_sentence(tmp_path)
+    assert "measured not to hold, and under instruction +20.0 pp (95 % intervals over episodes [" in said
+    assert said.endswith("issue #41's ≥ −5 pp shown. ")
     # a newer run with a control (`libero_r2`, `CONTROLS`) takes the sentence at its judged round, and says
     # its control is not evaluated until the control's same round is
     evaluation("libero_r2", 5, [40] * 10)
