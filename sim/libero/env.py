@@ -165,6 +165,15 @@ class LiberoEnv:
         self._env.set_init_state(state)
         return self.object_positions()
 
+    def fixture_position(self, name: str) -> np.ndarray:
+        """A fixture's world position (its root body): a cabinet, stove or rack, which LIBERO places from
+        the BDDL's region rather than from an init state. Kinematics are computed first (a fresh
+        environment has none yet); the state is not changed."""
+        sim = self._inner.sim
+        sim.forward()
+        body = sim.model.body_name2id(self._inner.fixtures_dict[name].root_body)
+        return np.asarray(sim.data.body_xpos[body], dtype=float).copy()
+
     def is_object(self, name: str) -> bool:
         return name in self._inner.objects_dict
 

@@ -115,6 +115,9 @@ def test_the_drawer_s_seed_scene_validates_and_its_expert_episode_reads_as_a_dra
     try:  # LIBERO's wooden cabinet is open below max(default_open_ranges) of its joint position
         libero_open = max(env._inner.get_object(CABINET).object_properties["articulation"]
                           ["default_open_ranges"])
+        # fixtures stand where the BDDL puts them: two of them, apart, neither at the world's origin
+        cabinet, stove = env.fixture_position(CABINET), env.fixture_position("flat_stove_1")
+        assert np.linalg.norm(cabinet[:2] - stove[:2]) > 0.1 and np.linalg.norm(cabinet[:2]) > 0.05
     finally:
         env.close()
     assert abs(lo + FAM.builder.OPENED * (hi - lo) - (-libero_open)) < 1e-3

@@ -50,6 +50,8 @@ def test_the_nearest_demonstration_is_measured_by_its_item_and_its_whole_layout(
     assert row["nearest_item_m"] == pytest.approx(0.04) and row["nearest_item_demo"]["start"] == "swap1"
     assert row["nearest_layout_m"] == pytest.approx(0.04)  # the partner stands where the evaluation has it
     assert row["swap_moves_item_m"] == pytest.approx(0.3) and row["evaluated_item_spread_m"] == 0.0
+    assert audit.demonstrations(run, through=0) == []  # both are round 1's
+    assert len(audit.demonstrations(run, through=1)) == 2
 
 
 def test_a_folder_without_demonstrations_is_refused(tmp_path, capsys):
@@ -74,3 +76,28 @@ def test_a_spatial_run_is_read_by_its_plate(tmp_path):
     assert (demo["family"], demo["task"], demo["start"], demo["shift"]) == ("libero_spatial", key, "swap1",
                                                                           "plus_y")
     assert audit.family_tasks("libero_spatial")[key] == (SPATIAL[key][0], PLATE)
+
+
+def test_a_goal_drawer_task_is_read_by_its_layout_as_its_cabinet_is_a_fixture(tmp_path, monkeypatch):
+    """On `libero_goal` a drawer goal's subject is the cabinet, a fixture: neither a demonstration's record
+    nor the evaluation's object positions hold it, so the row measures the movable objects' layout only
+    and says why (the run's final audit once stopped on a KeyError here)."""
+    from sim.families.libero_goal.scene import TASKS as GOAL
+
+    key = next(k for k, row in GOAL.items() if row[2][0] == "opened")
+    task, cabinet = audit.family_tasks("libero_goal")[key]
+    folder = tmp_path / "episodes" / "round_00"
+    folder.mkdir(parents=True)
+    scene = {"family": "libero_goal", "libero": {"task": task},
+             "factors": {"task": {"task": key}, "spatial": {"start": "own", "shift": "none"}}}
+    (folder / "demo_a.json").write_text(json.dumps({"scene": scene, "layout": {"objects": ["plate_1"]}}))
+    pos = np.zeros((2, 1, 3))
+    pos[0, 0, :2] = [0.1, 0.0]
+    np.savez(folder / "demo_a.npz", s_obj_pos=pos)
+    starts = [{"plate_1": np.array([0.0, 0.0])}]
+    monkeypatch.setattr(audit, "evaluated", lambda suite, t, perturb: starts)
+    monkeypatch.setattr(audit, "moved_fixture", lambda suite, t, name: 0.25 if name == cabinet else None)
+    row = audit.audit_task(key, audit.demonstrations(tmp_path))
+    assert row["item"] == cabinet and row["item_is_fixture"] is True and "nearest_item_m" not in row
+    assert row["swap_moves_item_m"] == 0.25 and row["by_start"] == {"own": 1}
+    assert row["nearest_layout_m"] == pytest.approx(0.1)
