@@ -101,3 +101,20 @@ def test_each_later_round_and_the_oracle_face_the_bootstrap_they_started_from(tm
     assert "| loop `libero_x`, round 5 | `libero_p` round 0 | position | +40.0 | [" in md
     assert "| position oracle | `libero_p` round 0 | position | +2.0 | [" in md
     assert md.count("≥ +20: ") == 2 and "| reported |" in md
+
+
+def test_a_libero_goal_run_gets_its_own_section_with_its_steps(tmp_path):
+    """Every suite with a loop family has a section (a `libero_goal` file once stopped the build), its step
+    limit the evaluator's."""
+    from experiments.liberopro import table as tbl
+    from experiments.liberopro.evaluate import MAX_STEPS
+
+    path = tmp_path / "libero" / "loop" / "libero_g" / "round0_none_50ep.json"
+    path.parent.mkdir(parents=True)
+    tasks = [{"name": f"t{i}", "episodes": 50, "successes": 2} for i in range(10)]
+    path.write_text(json.dumps({"suite": "libero_goal", "episodes": 500, "successes": 20,
+                                "episodes_per_task": 50, "tasks_run": tasks}))
+    md = tbl.markdown(tbl.build(tmp_path / "libero"), "cmd")
+    goal = md.split("## Ours: libero_goal")[1].split("## Reported in the CoDA paper")[0]
+    assert "| loop `libero_g`, round 0 (SFT on its seed demonstrations) | 4 % (20/500) |" in goal
+    assert f"its BDDL, {MAX_STEPS['libero_goal']} steps;" in goal and "standalone SFT" not in goal
