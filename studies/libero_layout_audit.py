@@ -10,9 +10,9 @@ its updates trained on), against where it stands in the 50 starts the protocol e
 (the suite's `_swap` file, init states 0–49, read in that file's own environment). The moved item: on
 `libero_object` the task's item, on `libero_spatial` the plate, on `libero_goal` the goal's subject (a
 drawer's cabinet: a fixture, whose place neither record holds, so its row has the movable objects' layout,
-the demonstrations' `start` of the cabinet and how far the swap file moves it). Distances
-are on the floor (x, y), the demonstrations' first recorded state (after
-LIBERO's settling steps, which move an item by millimetres) against the evaluation's starts as placed.
+the demonstrations' `start` of the cabinet and how far the swap file moves it). Distances are on the floor
+(x, y), the demonstrations' first recorded state (after LIBERO's settling steps, which move an item by
+millimetres) against the evaluation's starts as placed.
 Reported per task: the nearest any demonstration's item came to any evaluation start's item (and that
 demonstration's `start` / `shift` factors; on `libero_spatial` the plate's), the same for the whole layout
 (the farthest object of the nearest pair), and for scale how far the swap moves the item (its own-start
@@ -60,7 +60,8 @@ def demonstrations(run: Path, through: int | None = None) -> list[dict[str, Any]
     out: list[dict[str, Any]] = []
     family, by_name = None, {}
     for meta in sorted(run.glob("episodes/round_*/demo_*.json")):
-        if through is not None and int(meta.parent.name.split("_")[1]) > through:
+        rnd = int(meta.parent.name.split("_")[1])
+        if through is not None and rnd > through:
             continue
         rec = json.loads(meta.read_text())
         scene = rec["scene"]
@@ -73,7 +74,7 @@ def demonstrations(run: Path, through: int | None = None) -> list[dict[str, Any]
             pos = z["s_obj_pos"][0]
         names = rec["layout"]["objects"]
         spatial = scene["factors"]["spatial"]
-        out.append({"round": int(meta.parent.name.split("_")[1]), "family": family,
+        out.append({"round": rnd, "family": family,
                     "task": by_name[scene["libero"]["task"]],
                     "start": spatial.get("start", spatial.get("plate", "own")),  # spatial: the plate's
                     "shift": spatial.get("shift", "none"),
