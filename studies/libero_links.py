@@ -70,7 +70,8 @@ def run_links(folder: Path) -> dict[str, Any]:
 def markdown(runs: list[dict[str, Any]], command: str) -> str:
     out = ["# Why the LIBERO loop's rounds do not move position (FINDINGS #50)", "",
            "Read from the runs' committed records; nothing was run. Position factor: the item's `start` "
-           "(libero_object), the plate's place (`plate`, libero_spatial).", "",
+           "(libero_object), the plate's place (`plate`, libero_spatial), the subject's `start` "
+           "(libero_goal: the object carried, or the drawer's cabinet).", "",
            "**The critic's diagnoses**", ""]
     out += md_table(("run", "diagnoses", "factor named (count)", "verdicts"),
                     [(r["run"], r["diagnoses"], ", ".join(f"`{k}` {v}" for k, v in r["named"].items()),
