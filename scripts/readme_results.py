@@ -483,7 +483,7 @@ def libero_sentence(results: Path) -> str:
 # A protocol run's control: the same fork and rounds with the seed program's scenes (method `sft`: no
 # critic, no generated layout), which tells the generated layouts' part from that of longer retraining on
 # more demonstrations (FINDINGS #62)
-CONTROLS = {"libero_r2": "libero_sft2", "libero_sp2": "libero_spsft"}
+CONTROLS = {"libero_r2": "libero_sft2", "libero_sp2": "libero_spsft", "libero_g1": "libero_gsft"}
 
 
 def control_clause(folder: Path, run: str, k: int, boot: str) -> str:

@@ -178,7 +178,7 @@ def test_a_suite_s_protocol_run_replaces_its_five_episode_row():
     lp = json.loads((ROOT / "docs/results/liberopro.json").read_text())
     # the committed protocol runs (and those queued), taken out
     runs = ("libero_t1", "libero_r1", "libero_r2", "libero_sft2", "libero_sp2", "libero_g1", "libero_uni2",
-            "libero_spsft")
+            "libero_spsft", "libero_gsft")
     lp["ours"] = [r for r in lp["ours"] if not any(f"`{run}`" in r["row"] for run in runs)]
     assert mod.protocol_rows(lp, "") == []
 

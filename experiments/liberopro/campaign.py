@@ -90,6 +90,8 @@ PLAN: tuple[Run | Evaluation | Study, ...] = (
     Run("libero_spsft", fork=("libero_sp2", "sft"), at_zero=(), both=()),
     Study("libero_spsft", "studies.libero_target_probe", ("--round", "5", "--perturb", "position"),
           FINDINGS / "libero_target_probe_spsft_r5_position.json"),
+    # libero_g1's control, as libero_spsft is libero_sp2's (added after g1's round 5 was read: FINDINGS #68)
+    Run("libero_gsft", fork=("libero_g1", "sft"), at_zero=(), both=()),
     Evaluation("libero_t1", 0, ("object",)),
     Evaluation("libero_r2", 5, ("object",)),
     Run("libero_uni2", fork=("libero_t1", "uniform"), at_zero=(), both=()),

@@ -41,7 +41,9 @@ SUFFIX = {"_swap": "position", "_lan": "instruction", "_task": "task", "_object"
 # both; FINDINGS #40), or the other run forked at its round-0 report (`agents.replay --fork`): the row says
 # so, and the wall clock counts the other run's round 0
 BOOTSTRAP_FROM = {"libero_s36": ("libero_s35", "copied"), "libero_s37": ("libero_s35", "copied"),
-                  **{run: ("libero_t1", "forked") for run in ("libero_r1", "libero_r2", "libero_sft2")}}
+                  **{run: ("libero_t1", "forked")
+                     for run in ("libero_r1", "libero_r2", "libero_sft2", "libero_uni2")},
+                  "libero_spsft": ("libero_sp2", "forked"), "libero_gsft": ("libero_g1", "forked")}
 
 # Issue #41's targets, against the bootstrap's round 0 in pp (task: reported, no target)
 TARGETS = {"position": 20.0, "none": -5.0, "instruction": -5.0}
